@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/* Sub-commands of rdma-dp; each parses its own options (getopt_long) and returns an exit code. */
+#pragma once
+
+int cmd_discover(int argc, char **argv);
+int cmd_check_config(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+
+/* Prints "rdma-dp <version>" to stdout; for every sub-command's --version. */
+void cli_print_version(void);

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* rdma-dp: the RDMA device plugin for Kubernetes. Dispatches sub-commands, iproute2 style. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "discover", cmd_discover, "show the RDMA devices of this node, as selectors see them" },
+	{ "check-config", cmd_check_config,
+	  "validate a config.json and explain, device by device, what each resource selects" },
+	{ "serve", cmd_serve, "run the device plugin daemon for kubelet" },
+};
+
+void cli_print_version(void)
+{
+	printf("rdma-dp %s\n", RDP_VERSION);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: rdma-dp [--help] [--version] COMMAND [OPTIONS]\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nRun 'rdma-dp COMMAND --help' for the options of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
+	    strcmp(argv[1], "version") == 0) {
+		cli_print_version();
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "rdma-dp: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.json, as k8s-rdma-shared-dev-plugin reads it, validated strictly: unknown keys,
+ * wrong types, duplicate keys, empty lists, out-of-range numbers and invalid names are errors
+ * reported with file:line:column and the JSON path (and a did-you-mean for near misses).
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "device.h"
+#include "diag.h"
+
+#define RDP_CONFIG_MAX_BYTES (1024 * 1024)
+#define RDP_CONFIG_MAX_RESOURCES 256
+#define RDP_CONFIG_MAX_LIST 4096 /* entries in one selector list */
+#define RDP_DEFAULT_PERIODIC_UPDATE_INTERVAL 60
+#define RDP_DEFAULT_RESOURCE_PREFIX "rdma"
+
+/* One pfNames entry: "ens1f0" or "ens1f0#0-3,5" (VF indexes, as the SR-IOV plugin). */
+struct rdp_pf_selector {
+	char name[RDP_IFNAME_MAX];
+	/* VF index ranges; n_ranges == 0: the PF's name alone (matches the PF and all its VFs). */
+	struct {
+		unsigned int lo, hi;
+	} *ranges;
+	size_t n_ranges;
+};
+
+/* A list of strings as written in the config, with the position of each for messages. */
+struct rdp_strlist {
+	char **v;
+	size_t n;
+};
+
+struct rdp_selectors {
+	/* Each list is empty when the key is absent (an empty list in the file is an error). */
+	struct rdp_strlist vendors;     /* lower-cased hex, "15b3" */
+	struct rdp_strlist device_ids;  /* "deviceIDs", and "devices" inside selectors (alias) */
+	struct rdp_strlist drivers;
+	struct rdp_strlist if_names;
+	struct rdp_strlist link_types;  /* as written; matching is by canonical link layer */
+	struct rdp_strlist root_devices;/* PCI addresses of the physical function */
+	struct rdp_pf_selector *pf_names;
+	size_t n_pf_names;
+	int *numa_nodes;
+	size_t n_numa_nodes;
+};
+
+struct rdp_resource {
+	char *name;          /* resourceName: [A-Za-z0-9_]+ */
+	char *prefix;        /* resourcePrefix, default "rdma" */
+	char *full_name;     /* prefix + "/" + name: "rdma/hca_shared_devices_a" */
+	unsigned int rdma_hca_max;
+	struct rdp_selectors sel;
+	bool legacy_devices; /* selection came from the top-level "devices" (= ifNames) */
+	unsigned int line;   /* where the entry starts in the file, for messages */
+};
+
+struct rdp_config {
+	char *path;                            /* as given */
+	unsigned int periodic_update_interval; /* seconds, 0 = disabled */
+	struct rdp_resource *resources;
+	size_t n_resources;
+};
+
+/*
+ * Parses and validates. Errors and warnings go to diags (which may be non-empty already).
+ * Returns 0 and a config, or -EINVAL when any error was found (no config), -ENOENT/-EACCES/...
+ * when the file cannot be read (with a diag saying so), -EFBIG above RDP_CONFIG_MAX_BYTES.
+ */
+int rdp_config_load_file(const char *path, struct rdp_config **ret, struct rdp_diags *diags);
+int rdp_config_parse(const char *text, size_t len, const char *filename, struct rdp_config **ret,
+		     struct rdp_diags *diags);
+struct rdp_config *rdp_config_free(struct rdp_config *c);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+#include "device.h"
+
+#include <string.h>
+
+#include "alloc.h"
+
+const char *rdp_link_layer_name(enum rdp_link_layer l)
+{
+	switch (l) {
+	case RDP_LINK_INFINIBAND:
+		return "infiniband";
+	case RDP_LINK_ETHER:
+		return "ether";
+	case RDP_LINK_UNKNOWN:
+		break;
+	}
+	return "unknown";
+}
+
+const char *rdp_netns_mode_name(enum rdp_netns_mode m)
+{
+	return m == RDP_NETNS_EXCLUSIVE ? "exclusive" : "shared";
+}
+
+bool rdp_device_is_active(const struct rdp_device *d)
+{
+	for (size_t i = 0; i < d->n_ports; i++)
+		if (d->ports[i].state == RDP_PORT_ACTIVE)
+			return true;
+	return false;
+}
+
+const struct rdp_device *rdp_host_find(const struct rdp_host *h, const char *name)
+{
+	for (size_t i = 0; i < h->n_devices; i++)
+		if (strcmp(h->devices[i].name, name) == 0)
+			return &h->devices[i];
+	return NULL;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rdp_free(v[i]);
+	rdp_free(v);
+}
+
+void rdp_device_done(struct rdp_device *d)
+{
+	if (!d)
+		return;
+	strv_free(d->netdevs, d->n_netdevs);
+	strv_free(d->char_devices, d->n_char_devices);
+	strv_free(d->problems, d->n_problems);
+	rdp_free(d->ports);
+	memset(d, 0, sizeof(*d));
+}
+
+struct rdp_host *rdp_host_free(struct rdp_host *h)
+{
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < h->n_devices; i++)
+		rdp_device_done(&h->devices[i]);
+	rdp_free(h->devices);
+	strv_free(h->problems, h->n_problems);
+	rdp_free(h);
+	return NULL;
+}
