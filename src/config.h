@@ -16,6 +16,19 @@
 #define RDP_CONFIG_MAX_LIST 4096 /* entries in one selector list */
 #define RDP_DEFAULT_PERIODIC_UPDATE_INTERVAL 60
 #define RDP_DEFAULT_RESOURCE_PREFIX "rdma"
+#define RDP_DEFAULT_CONFIG_FILE "/k8s-rdma-shared-dev-plugin/config.json" /* the Go plugin's */
+/* One week: longer is a typo (milliseconds?) more likely than a wish. */
+#define RDP_CONFIG_MAX_PERIODIC_UPDATE_INTERVAL (7 * 24 * 3600)
+/*
+ * Units per resource. kubelet takes ListAndWatch responses of at most 4 MiB; a unit costs
+ * ~25 bytes there (ID, health, NUMA), so 100000 units (~2.5 MB) still fit with room to spare.
+ */
+#define RDP_CONFIG_MAX_RDMA_HCA_MAX 100000
+#define RDP_CONFIG_MAX_NUMA_NODE 1023 /* the kernel's MAX_NUMNODES is at most 1024 */
+#define RDP_CONFIG_MAX_VF_INDEX 65535 /* TotalVFs is a 16-bit PCI field */
+#define RDP_CONFIG_MAX_VF_RANGES 64   /* "#0-3,5" parts in one pfNames entry */
+#define RDP_RESOURCE_NAME_MAX 63      /* Kubernetes qualified-name part */
+#define RDP_RESOURCE_PREFIX_MAX 253   /* DNS subdomain */
 
 /* One pfNames entry: "ens1f0" or "ens1f0#0-3,5" (VF indexes, as the SR-IOV plugin). */
 struct rdp_pf_selector {

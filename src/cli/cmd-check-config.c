@@ -1,13 +1,457 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: being written; replaced by the real command. */
+/*
+ * rdma-dp check-config: validates a config.json, then explains on this node (or a fixture
+ * tree) device by device and key by key what every resource selects, and the pools that
+ * result. The same config, selector and pool code as the daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "alloc.h"
+#include "cli-common.h"
 #include "cli.h"
+#include "config.h"
+#include "diag.h"
+#include "discovery.h"
+#include "macro.h"
+#include "pool.h"
+#include "selector.h"
+
+static const char *const cmd = "check-config";
+
+static void help(void)
+{
+	printf("Usage: rdma-dp check-config [OPTIONS]\n"
+	       "\n"
+	       "Validate a config.json of k8s-rdma-shared-dev-plugin and explain, device by device\n"
+	       "and key by key, what each resource selects on this node.\n"
+	       "\n"
+	       "Options:\n"
+	       "  -c, --config-file FILE  the config (default %s)\n"
+	       "      --sysfs-root DIR    read sysfs under DIR (default %s)\n"
+	       "      --dev-root DIR      read device nodes under DIR (default %s)\n"
+	       "  -o, --output FORMAT     text (default) or json\n"
+	       "  -h, --help              show this help\n"
+	       "      --version           show the version\n"
+	       "\n"
+	       "Exit status: 0 when the config is valid (warnings included), 1 when it is not or\n"
+	       "the node cannot be read, 2 on a usage error.\n",
+	       RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
+}
+
+static void print_diags(FILE *f, const struct rdp_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		fprintf(f, "%s\n", d->v[i].text);
+	if (d->n_errors + d->n_warnings > d->n)
+		fprintf(f, "(more diagnostics were dropped)\n");
+}
+
+static void active_ports(const struct rdp_device *d, size_t *ret_active, size_t *ret_total)
+{
+	size_t a = 0;
+
+	for (size_t i = 0; i < d->n_ports; i++)
+		if (d->ports[i].state == RDP_PORT_ACTIVE)
+			a++;
+	*ret_active = a;
+	*ret_total = d->n_ports;
+}
+
+static void text_selectors(const struct rdp_selectors *s)
+{
+	char tmp[RDP_SEL_TEXT_MAX];
+	const struct {
+		const char *name;
+		const struct rdp_strlist *l;
+	} lists[] = {
+		{ "vendors", &s->vendors },       { "deviceIDs", &s->device_ids },
+		{ "drivers", &s->drivers },       { "ifNames", &s->if_names },
+		{ "linkTypes", &s->link_types },  { "rootDevices", &s->root_devices },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
+		if (!lists[i].l->n)
+			continue;
+		printf("    %s: [", lists[i].name);
+		for (size_t j = 0; j < lists[i].l->n; j++)
+			printf("%s%s", j ? ", " : "", lists[i].l->v[j]);
+		printf("]\n");
+	}
+	if (s->n_pf_names) {
+		printf("    pfNames: [");
+		for (size_t j = 0; j < s->n_pf_names; j++)
+			printf("%s%s", j ? ", " : "",
+			       rdp_pf_selector_format(&s->pf_names[j], tmp, sizeof(tmp)));
+		printf("]\n");
+	}
+	if (s->n_numa_nodes) {
+		printf("    numaNodes: [");
+		for (size_t j = 0; j < s->n_numa_nodes; j++)
+			printf("%s%d", j ? ", " : "", s->numa_nodes[j]);
+		printf("]\n");
+	}
+}
+
+static void text_report(const struct rdp_config *c, const struct rdp_host *h,
+			const struct rdp_pools *pools, const struct rdp_diags *d)
+{
+	printf("config %s: valid, %zu resource%s, periodicUpdateInterval %us%s\n", c->path,
+	       c->n_resources, c->n_resources == 1 ? "" : "s", c->periodic_update_interval,
+	       c->periodic_update_interval ? "" : " (rescans off)");
+	printf("node: %zu RDMA device%s\n", h->n_devices, h->n_devices == 1 ? "" : "s");
+	for (size_t i = 0; i < c->n_resources; i++) {
+		const struct rdp_resource *res = &c->resources[i];
+
+		printf("\nresource %s (rdmaHcaMax %u)%s: %zu of %zu devices selected\n",
+		       res->full_name, res->rdma_hca_max,
+		       res->legacy_devices ? " [legacy \"devices\"]" : "", pools->v[i].n_devices,
+		       h->n_devices);
+		printf("  selectors:\n");
+		text_selectors(&res->sel);
+		for (size_t j = 0; j < h->n_devices; j++) {
+			const struct rdp_device *dev = &h->devices[j];
+			struct rdp_sel_explain ex;
+			bool m = rdp_selectors_match(&res->sel, dev, &ex);
+			bool first = true;
+
+			printf("  %s: %s", dev->name, m ? "selected" : "not selected");
+			for (int k = 0; k < RDP_SEL_KEY_MAX; k++)
+				if (ex.result[k] == RDP_SEL_NO_MATCH) {
+					printf("%s%s", first ? " (" : ", ", rdp_sel_key_name(k));
+					first = false;
+				}
+			printf("%s\n", first ? "" : ")");
+			for (int k = 0; k < RDP_SEL_KEY_MAX; k++)
+				if (ex.result[k] != RDP_SEL_UNUSED)
+					printf("    %s %s: %s\n",
+					       ex.result[k] == RDP_SEL_MATCH ? "+" : "-", dev->name,
+					       ex.text[k]);
+		}
+	}
+	printf("\npools:\n");
+	printf("  %-32s %6s  %-5s %-8s %s\n", "RESOURCE", "UNITS", "NUMA", "HEALTH", "DEVICES");
+	for (size_t i = 0; i < pools->n; i++) {
+		const struct rdp_pool *p = &pools->v[i];
+		size_t active = 0;
+		char numa[16], health[32];
+
+		for (size_t j = 0; j < p->n_devices; j++) {
+			const struct rdp_device *dev = &h->devices[p->devices[j]];
+			size_t a, t;
+
+			active_ports(dev, &a, &t);
+			if (a)
+				active++;
+		}
+		if (p->numa_node >= 0)
+			snprintf(numa, sizeof(numa), "%d", p->numa_node);
+		else
+			snprintf(numa, sizeof(numa), "%s", p->n_devices ? "mixed" : "-");
+		snprintf(health, sizeof(health), "%zu/%zu", active, p->n_devices);
+		printf("  %-32s %6u  %-5s %-8s ", p->res->full_name,
+		       p->n_devices ? p->res->rdma_hca_max : 0, numa, health);
+		if (!p->n_devices)
+			printf("(none)");
+		for (size_t j = 0; j < p->n_devices; j++)
+			printf("%s%s", j ? "," : "", h->devices[p->devices[j]].name);
+		printf("\n");
+	}
+	printf("  (UNITS: what kubelet is told; HEALTH: devices with an ACTIVE port / devices)\n");
+	if (d->n) {
+		printf("\ndiagnostics:\n");
+		for (size_t i = 0; i < d->n; i++)
+			printf("  %s\n", d->v[i].text);
+	}
+}
+
+/* JSON building: any NULL along the way (out of memory) makes the whole document NULL. */
+static int set(json_t *o, const char *k, json_t *v)
+{
+	if (!o || !v) {
+		json_decref(v);
+		return -ENOMEM;
+	}
+	return json_object_set_new(o, k, v) < 0 ? -ENOMEM : 0;
+}
+
+static int push(json_t *a, json_t *v)
+{
+	if (!a || !v) {
+		json_decref(v);
+		return -ENOMEM;
+	}
+	return json_array_append_new(a, v) < 0 ? -ENOMEM : 0;
+}
+
+static json_t *json_strlist(const struct rdp_strlist *l)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < l->n; i++)
+		if (push(a, json_string(l->v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *json_selectors(const struct rdp_selectors *s)
+{
+	json_t *o = json_object();
+	char tmp[RDP_SEL_TEXT_MAX];
+	int r = 0;
+
+	if (s->vendors.n)
+		r |= set(o, "vendors", json_strlist(&s->vendors));
+	if (s->device_ids.n)
+		r |= set(o, "deviceIDs", json_strlist(&s->device_ids));
+	if (s->drivers.n)
+		r |= set(o, "drivers", json_strlist(&s->drivers));
+	if (s->if_names.n)
+		r |= set(o, "ifNames", json_strlist(&s->if_names));
+	if (s->link_types.n)
+		r |= set(o, "linkTypes", json_strlist(&s->link_types));
+	if (s->n_pf_names) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < s->n_pf_names; i++)
+			r |= push(a, json_string(rdp_pf_selector_format(&s->pf_names[i], tmp,
+									 sizeof(tmp))));
+		r |= set(o, "pfNames", a);
+	}
+	if (s->root_devices.n)
+		r |= set(o, "rootDevices", json_strlist(&s->root_devices));
+	if (s->n_numa_nodes) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < s->n_numa_nodes; i++)
+			r |= push(a, json_integer(s->numa_nodes[i]));
+		r |= set(o, "numaNodes", a);
+	}
+	if (r) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *json_diags(const struct rdp_diags *d)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < d->n; i++)
+		if (push(a, json_pack("{s:s, s:s}", "level", rdp_diag_level_name(d->v[i].level),
+				      "text", d->v[i].text)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *json_resource(const struct rdp_resource *res, const struct rdp_host *h)
+{
+	json_t *o = json_object(), *devs = json_array();
+	int r = 0;
+
+	r |= set(o, "name", json_string(res->name));
+	r |= set(o, "prefix", json_string(res->prefix));
+	r |= set(o, "full_name", json_string(res->full_name));
+	r |= set(o, "rdma_hca_max", json_integer(res->rdma_hca_max));
+	r |= set(o, "legacy_devices", json_boolean(res->legacy_devices));
+	r |= set(o, "selectors", json_selectors(&res->sel));
+	for (size_t j = 0; j < h->n_devices && !r; j++) {
+		const struct rdp_device *dev = &h->devices[j];
+		json_t *d = json_object(), *keys = json_array();
+		struct rdp_sel_explain ex;
+		bool m = rdp_selectors_match(&res->sel, dev, &ex);
+
+		r |= set(d, "name", json_string(dev->name));
+		r |= set(d, "selected", json_boolean(m));
+		for (int k = 0; k < RDP_SEL_KEY_MAX; k++)
+			if (ex.result[k] != RDP_SEL_UNUSED)
+				r |= push(keys, json_pack("{s:s, s:s, s:s}", "key",
+							  rdp_sel_key_name(k), "result",
+							  rdp_sel_result_name(ex.result[k]), "text",
+							  ex.text[k]));
+		r |= set(d, "keys", keys);
+		r |= push(devs, d);
+	}
+	r |= set(o, "devices", devs);
+	if (r) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
+{
+	json_t *o = json_object(), *devs = json_array();
+	size_t active = 0, ports = 0, ports_active = 0;
+	int r = 0;
+
+	for (size_t j = 0; j < p->n_devices; j++) {
+		const struct rdp_device *dev = &h->devices[p->devices[j]];
+		size_t a, t;
+
+		active_ports(dev, &a, &t);
+		ports += t;
+		ports_active += a;
+		if (a)
+			active++;
+		r |= push(devs, json_string(dev->name));
+	}
+	r |= set(o, "resource", json_string(p->res->full_name));
+	r |= set(o, "units", json_integer(p->n_devices ? p->res->rdma_hca_max : 0));
+	r |= set(o, "devices", devs);
+	r |= set(o, "numa_node", json_integer(p->numa_node));
+	r |= set(o, "active_devices", json_integer((json_int_t)active));
+	r |= set(o, "ports", json_integer((json_int_t)ports));
+	r |= set(o, "active_ports", json_integer((json_int_t)ports_active));
+	if (r) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int json_report(const char *path, const struct rdp_config *c, const struct rdp_host *h,
+		       const struct rdp_pools *pools, const struct rdp_diags *d)
+{
+	json_t *o = json_object();
+	int r = 0;
+
+	r |= set(o, "config", json_string(path));
+	r |= set(o, "valid", json_boolean(c != NULL));
+	if (c) {
+		json_t *res = json_array(), *pl = json_array();
+
+		r |= set(o, "periodic_update_interval", json_integer(c->periodic_update_interval));
+		for (size_t i = 0; i < c->n_resources && h; i++)
+			r |= push(res, json_resource(&c->resources[i], h));
+		r |= set(o, "resources", res);
+		for (size_t i = 0; pools && i < pools->n; i++)
+			r |= push(pl, json_pool(&pools->v[i], h));
+		r |= set(o, "pools", pl);
+	}
+	r |= set(o, "diagnostics", json_diags(d));
+	if (r) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	r = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
+	if (r == 0)
+		fputc('\n', stdout);
+	json_decref(o);
+	return r;
+}
 
 int cmd_check_config(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "rdma-dp: check-config: not built yet\n");
-	return 1;
+	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_VERSION };
+	static const struct option opts[] = {
+		{ "config-file", required_argument, NULL, 'c' },
+		{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
+		{ "dev-root", required_argument, NULL, OPT_DEV },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{}
+	};
+	const char *arg_config = RDP_DEFAULT_CONFIG_FILE, *arg_sysfs = RDP_DEFAULT_SYSFS_ROOT;
+	const char *arg_dev = RDP_DEFAULT_DEV_ROOT;
+	enum cli_output arg_output = CLI_OUTPUT_TABLE;
+	struct rdp_diags diags = {};
+	struct rdp_config *c = NULL;
+	struct rdp_host *h = NULL;
+	struct rdp_pools *pools = NULL;
+	int opt, r, ret = 1;
+	char b[64];
+
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, ":c:o:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			arg_config = optarg;
+			break;
+		case OPT_SYSFS:
+			arg_sysfs = optarg;
+			break;
+		case OPT_DEV:
+			arg_dev = optarg;
+			break;
+		case 'o':
+			if (strcmp(optarg, "text") == 0)
+				arg_output = CLI_OUTPUT_TABLE;
+			else if (cli_parse_output(cmd, optarg, &arg_output) < 0)
+				return 2;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case OPT_VERSION:
+			cli_print_version();
+			return 0;
+		case ':':
+			fprintf(stderr, "rdma-dp %s: option '%s' needs an argument\n", cmd,
+				cli_bad_option(argv, optind, optopt, b, sizeof(b)));
+			return 2;
+		default:
+			fprintf(stderr, "rdma-dp %s: unknown option '%s' (see --help)\n", cmd,
+				cli_bad_option(argv, optind, optopt, b, sizeof(b)));
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see --help)\n", cmd,
+			argv[optind]);
+		return 2;
+	}
+
+	r = rdp_config_load_file(arg_config, &c, &diags);
+	if (r == -ENOMEM) {
+		fprintf(stderr, "rdma-dp %s: out of memory\n", cmd);
+		goto out;
+	}
+	if (r < 0) {
+		print_diags(stderr, &diags);
+		fprintf(stderr, "rdma-dp %s: %s: invalid config (%zu error%s)\n", cmd, arg_config,
+			diags.n_errors, diags.n_errors == 1 ? "" : "s");
+		if (arg_output == CLI_OUTPUT_JSON)
+			json_report(arg_config, NULL, NULL, NULL, &diags);
+		goto out;
+	}
+
+	r = rdp_discover(arg_sysfs, arg_dev, &h);
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp %s: cannot read the devices under '%s' and '%s': %s\n",
+			cmd, arg_sysfs, arg_dev, strerror(-r));
+		goto out;
+	}
+	r = rdp_pools_build(c, h, &pools, &diags);
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp %s: cannot build pools: %s\n", cmd, strerror(-r));
+		goto out;
+	}
+	if (arg_output == CLI_OUTPUT_JSON) {
+		r = json_report(arg_config, c, h, pools, &diags);
+		if (r < 0) {
+			fprintf(stderr, "rdma-dp %s: cannot write JSON: %s\n", cmd, strerror(-r));
+			goto out;
+		}
+	} else {
+		text_report(c, h, pools, &diags);
+	}
+	ret = fflush(stdout) == 0 ? 0 : 1;
+out:
+	rdp_pools_free(pools);
+	rdp_host_free(h);
+	rdp_config_free(c);
+	rdp_diags_done(&diags);
+	return ret;
 }

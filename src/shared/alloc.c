@@ -142,7 +142,7 @@ static nghttp2_mem ng_mem = {
 	.realloc = ng_realloc,
 };
 
-struct nghttp2_mem *rdp_nghttp2_mem(void)
+nghttp2_mem *rdp_nghttp2_mem(void)
 {
 	return &ng_mem;
 }

@@ -6,6 +6,8 @@
 #pragma once
 #include <stddef.h>
 
+#include <nghttp2/nghttp2.h>
+
 void *rdp_malloc(size_t size);
 void *rdp_calloc(size_t nmemb, size_t size);
 void *rdp_realloc(void *p, size_t size);
@@ -26,8 +28,7 @@ void rdp_alloc_fail_at(unsigned long n);
 unsigned long rdp_alloc_count(void);
 
 /* The nghttp2 allocator that routes through the functions above. */
-struct nghttp2_mem;
-struct nghttp2_mem *rdp_nghttp2_mem(void);
+nghttp2_mem *rdp_nghttp2_mem(void);
 /* A protobuf-c allocator likewise. */
 struct ProtobufCAllocator;
 struct ProtobufCAllocator *rdp_protobuf_allocator(void);

@@ -1,0 +1,217 @@
+"""rdma-dp check-config on the generated fixture nodes with the seeds' configs and broken ones."""
+import json
+import pathlib
+
+import pytest
+
+from conftest import node_args
+
+CONFIGS = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+
+
+def check(run, fixtures_dir, config, node, *extra):
+    return run("check-config", "--config-file", CONFIGS / config, *node_args(fixtures_dir, node),
+               *extra)
+
+
+def check_json(run, fixtures_dir, config, node):
+    p = check(run, fixtures_dir, config, node, "-o", "json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def pool(doc, resource):
+    return next(p for p in doc["pools"] if p["resource"] == resource)
+
+
+def test_seed000_selects_mlx5_0_with_200_units(run, fixtures_dir):
+    p = check(run, fixtures_dir, "seed000.json", "seed000")
+    assert p.returncode == 0, p.stderr
+    assert "+ mlx5_0: deviceIDs: 101d in [101d]" in p.stdout
+    assert "+ mlx5_0: linkTypes: infiniband (port 1) in [infiniband]" in p.stdout
+    assert "mlx5_0: selected" in p.stdout
+    # "devices" inside selectors is the seed's spelling: accepted, with a warning at its place
+    assert ('seed000.json:10:9: warning: configList[0].selectors.devices: "devices" is read '
+            'as "deviceIDs"') in p.stdout
+    doc = check_json(run, fixtures_dir, "seed000.json", "seed000")
+    assert doc["valid"] is True
+    assert doc["periodic_update_interval"] == 300
+    pl = pool(doc, "rdma/hca_shared_devices_a")
+    assert pl["devices"] == ["mlx5_0"]
+    assert pl["units"] == 200
+    assert pl["active_devices"] == 1
+    res = doc["resources"][0]
+    assert res["selectors"] == {"vendors": ["15b3"], "deviceIDs": ["101d"], "ifNames": ["ib0"],
+                                "linkTypes": ["infiniband"]}
+    keys = {k["key"]: k for k in res["devices"][0]["keys"]}
+    assert set(keys) == {"vendors", "deviceIDs", "ifNames", "linkTypes"}
+    assert all(k["result"] == "match" for k in keys.values())
+    assert [d["level"] for d in doc["diagnostics"]] == ["warning"]
+
+
+def test_seed001_selects_mlx5_0_only(run, fixtures_dir):
+    doc = check_json(run, fixtures_dir, "seed001.json", "seed001")
+    pl = pool(doc, "rdma/hca_shared_devices_a")
+    assert pl["devices"] == ["mlx5_0"]
+    assert pl["units"] == 200
+    devs = {d["name"]: d for d in doc["resources"][0]["devices"]}
+    assert devs["mlx5_0"]["selected"] is True
+    assert len(devs) >= 2
+    others = [d for n, d in devs.items() if n != "mlx5_0"]
+    assert all(not d["selected"] for d in others)
+    assert all(d["keys"][0]["result"] == "no-match" and d["keys"][0]["key"] == "ifNames"
+               for d in others)
+    assert doc["diagnostics"] == []
+
+
+def test_seed001_selector_example_selects_nothing_and_says_why(run, fixtures_dir):
+    # The article's selector example names ib0, 1017 and 0000:81:00.0: not this node's HCA.
+    p = check(run, fixtures_dir, "seed001-selectors.json", "seed001")
+    assert p.returncode == 0, p.stderr
+    assert "- mlx5_0: deviceIDs: 101b not in [1017]" in p.stdout
+    assert "- mlx5_0: ifNames: ibs108 not in [ib0]" in p.stdout
+    assert "mlx5_0: not selected (deviceIDs, ifNames, pfNames, rootDevices)" in p.stdout
+    assert "rdma/hca_shared_devices_a selects no device on this node" in p.stdout
+    doc = check_json(run, fixtures_dir, "seed001-selectors.json", "seed001")
+    assert pool(doc, "rdma/hca_shared_devices_a")["units"] == 0
+    assert pool(doc, "rdma/hca_shared_devices_a")["devices"] == []
+
+
+def test_seed_configs_on_other_nodes_say_why(run, fixtures_dir):
+    p = check(run, fixtures_dir, "seed000.json", "rxe")
+    assert p.returncode == 0, p.stderr
+    assert "vendors: none (no PCI function) not in [15b3]" in p.stdout
+    p = check(run, fixtures_dir, "seed000.json", "no-rdma")
+    assert p.returncode == 0, p.stderr
+    assert "selects no device on this node" in p.stdout
+
+
+def test_unquoted_seed_is_a_clear_error(run, fixtures_dir):
+    p = check(run, fixtures_dir, "seed-unquoted.json", "seed000")
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert 'seed-unquoted.json:1:3: error: keys must be quoted: "periodicUpdateInterval"' in p.stderr
+    assert "have no quotes" in p.stderr
+
+
+def test_dgx_pools(run, fixtures_dir):
+    doc = check_json(run, fixtures_dir, "dgx.json", "dgx-h100")
+    ib = pool(doc, "rdma/compute_ib")
+    roce = pool(doc, "rdma/storage_roce")
+    n0 = pool(doc, "rdma/compute_ib_numa0")
+    n1 = pool(doc, "rdma/compute_ib_numa1")
+    assert len(ib["devices"]) == 8
+    assert len(roce["devices"]) == 4
+    assert not set(ib["devices"]) & set(roce["devices"])
+    assert sorted(n0["devices"] + n1["devices"]) == sorted(ib["devices"])
+    assert n0["numa_node"] == 0 and n1["numa_node"] == 1
+    assert ib["numa_node"] == -1
+    texts = [d["text"] for d in doc["diagnostics"]]
+    assert any("in both rdma/compute_ib and rdma/compute_ib_numa0" in t for t in texts)
+
+
+def test_sriov_vf_ranges(run, fixtures_dir):
+    doc = check_json(run, fixtures_dir, "sriov-vfs.json", "sriov")
+    a = pool(doc, "rdma/sriov_vfs_a")
+    b = pool(doc, "rdma/sriov_vfs_b")
+    assert len(a["devices"]) == 2 and len(b["devices"]) == 2
+    assert not set(a["devices"]) & set(b["devices"])
+    p = check(run, fixtures_dir, "sriov-vfs.json", "sriov")
+    assert "is the PF, ens3f0#0-1 selects only its VFs" in p.stdout
+    assert "pfNames: VF 2 of ens3f0 not in [ens3f0#0-1]" in p.stdout
+
+
+def test_legacy_devices(run, fixtures_dir):
+    p = check(run, fixtures_dir, "legacy-devices.json", "seed000")
+    assert p.returncode == 0, p.stderr
+    assert "+ mlx5_0: ifNames: ib0 in [ib0]" in p.stdout
+    assert ('legacy-devices.json:6:7: warning: configList[0].devices: "devices" is deprecated'
+            in p.stdout)
+
+
+# Every file of invalid/ with the message it must give, position included.
+INVALID = {
+    "typo-devics.json": '10:9: error: configList[0].selectors: unknown key "devics" (did you mean "devices"?)',
+    "typo-configlist.json": '3:3: error: unknown key "configlist" (did you mean "configList"?)',
+    "typo-link-type.json": '8:11: error: configList[0].selectors.linkTypes[0]: "infiniban" is not a link type',
+    "misplaced-selector.json": '6:7: error: configList[0]: unknown key "vendors" here: selector keys go inside "selectors"',
+    "duplicate-key.json": '6:7: error: configList[0]: duplicate key "resourceName"',
+    "duplicate-resource-name.json": '13:23: error: configList[1].resourceName: "hca_shared_devices_a" is already the name',
+    "empty-list.json": "7:20: error: configList[0].selectors.ifNames: empty list",
+    "empty-configlist.json": "2:17: error: configList: empty",
+    "empty-selectors.json": "6:20: error: configList[0].selectors: no selector",
+    "no-selectors.json": '3:5: error: configList[0]: no "selectors"',
+    "selectors-and-devices.json": '11:7: error: configList[0].devices: "devices" and "selectors" together',
+    "devices-and-deviceids.json": '10:9: error: configList[0].selectors.devices: both "deviceIDs" and its alias "devices"',
+    "negative-hca.json": "5:21: error: configList[0].rdmaHcaMax: must be at least 0, not -1",
+    "huge-hca.json": "5:21: error: configList[0].rdmaHcaMax: must be at most 100000, not 1000000: kubelet's 4 MiB message limit",
+    "hca-real.json": "5:21: error: configList[0].rdmaHcaMax: must be an integer, not 1.5",
+    "missing-hca.json": '3:5: error: configList[0]: missing "rdmaHcaMax"',
+    "missing-resource-name.json": '3:5: error: configList[0]: missing "resourceName"',
+    "missing-configlist.json": '1:1: error: missing "configList"',
+    "interval-string.json": "2:29: error: periodicUpdateInterval: must be a number, not a string: write 300 without quotes",
+    "interval-negative.json": "2:29: error: periodicUpdateInterval: must be at least 0, not -5",
+    "interval-huge.json": "2:29: error: periodicUpdateInterval: must be at most 604800",
+    "bad-resource-name.json": "4:23: error: configList[0].resourceName: \"hca-shared\": a resource name may contain only letters, digits and '_'",
+    "bad-prefix.json": '11:25: error: configList[0].resourcePrefix: "RDMA" is not a valid resource prefix',
+    "vendor-name.json": '8:11: error: configList[0].selectors.vendors[0]: "mellanox" is not a PCI vendor ID: mellanox devices have "15b3"',
+    "bad-device-id.json": '8:11: error: configList[0].selectors.deviceIDs[0]: "101" is not a PCI ID',
+    "device-id-number.json": '8:11: error: configList[0].selectors.deviceIDs[0]: must be a string: write "1017"',
+    "bad-ifname.json": '8:11: error: configList[0].selectors.ifNames[0]: "ib0/1" is not an interface name',
+    "long-ifname.json": "8:11: error: configList[0].selectors.ifNames[0]: \"ibp0s0f0np0abcdef\" is longer than 15 characters",
+    "bad-link-type.json": '8:11: error: configList[0].selectors.linkTypes[0]: "roce" is not a link type: RoCE and iWARP devices have link type "ether"',
+    "reversed-vf-range.json": '8:11: error: configList[0].selectors.pfNames[0]: "ens3f0#3-1": the VF range 3-1 is reversed',
+    "bad-vf-range.json": "8:11: error: configList[0].selectors.pfNames[0]: \"ens3f0#\": expected VF indexes after '#'",
+    "bad-root-device.json": '8:11: error: configList[0].selectors.rootDevices[0]: "81:00" is not a PCI address',
+    "negative-numa.json": "8:11: error: configList[0].selectors.numaNodes[0]: must be at least 0, not -1",
+    "list-as-string.json": '7:20: error: configList[0].selectors.ifNames: must be a list of interface names: write ["ib0"]',
+    "not-object.json": '1:1: error: the top level must be an object with "configList", not a list',
+    "trailing-comma.json": "6:45: error: trailing comma before ']'",
+    "comment.json": "2:3: error: comments are not allowed in JSON",
+    "empty-file.json": "1:1: error: the file is empty",
+    "single-quotes.json": "2:3: error: strings must use double quotes",
+    "missing-comma.json": "3:3: error: expected ',' or '}' after the value of \"periodicUpdateInterval\", found '\"' (missing comma?)",
+    "unterminated-string.json": "3:22: error: unterminated string",
+    "capital-true.json": "2:17: error: JSON literals are lower-case: write true, not True",
+    "trailing-garbage.json": "2:1: error: unexpected '}' after the end of the JSON document",
+}
+
+
+def test_every_invalid_file_is_listed():
+    assert sorted(p.name for p in (CONFIGS / "invalid").glob("*.json")) == sorted(INVALID)
+
+
+@pytest.mark.parametrize("name", sorted(INVALID))
+def test_invalid(run, fixtures_dir, name):
+    p = check(run, fixtures_dir, "invalid/" + name, "seed000")
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert f"{name}:{INVALID[name]}" in p.stderr
+    assert "invalid config" in p.stderr
+
+
+def test_invalid_json_output(run, fixtures_dir):
+    p = check(run, fixtures_dir, "invalid/typo-devics.json", "seed000", "-o", "json")
+    assert p.returncode == 1
+    doc = json.loads(p.stdout)
+    assert doc["valid"] is False
+    assert doc["diagnostics"][0]["level"] == "error"
+    assert 'unknown key "devics"' in doc["diagnostics"][0]["text"]
+
+
+def test_usage(run, fixtures_dir):
+    p = run("check-config", "--help")
+    assert p.returncode == 0 and "--config-file" in p.stdout
+    p = run("check-config", "--version")
+    assert p.returncode == 0 and p.stdout.startswith("rdma-dp ")
+    p = run("check-config", "--bogus")
+    assert p.returncode == 2 and "--bogus" in p.stderr
+    p = run("check-config", "-o", "yaml", "--config-file", CONFIGS / "seed000.json")
+    assert p.returncode == 2
+    p = run("check-config", "--config-file")
+    assert p.returncode == 2
+    p = run("check-config", "--config-file", CONFIGS / "nonexistent.json")
+    assert p.returncode == 1 and "cannot read: No such file or directory" in p.stderr
+    p = run("check-config", "--config-file", CONFIGS / "seed000.json",
+            "--sysfs-root", fixtures_dir / "nonexistent")
+    assert p.returncode == 1 and "cannot read the devices" in p.stderr
