@@ -1,0 +1,510 @@
+# SPDX-License-Identifier: MIT
+"""Sanity checks of the generated fixture nodes (tests/fixtures/gen-fixtures.py) and of the
+sysfsgen mutation API. Needs only RDP_FIXTURES (a generated fixtures dir)."""
+import os
+import pathlib
+import re
+import resource
+import stat
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+import sysfsgen  # noqa: E402
+
+GEN = REPO / "tests" / "fixtures" / "gen-fixtures.py"
+NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag", "irdma-bnxt", "rxe",
+         "no-rdma", "broken", "exclusive", "port-down"]
+RDMA_NODES = [n for n in NODES if n != "no-rdma"]
+EMPTY_OK = re.compile(r"/ports/\d+/gid_attrs/(types|ndevs)/\d+$")
+DANGLING_OK = {("broken", "class/infiniband/mlx5_4")}
+MISSING_DEV_OK = {("broken", "uverbs5")}
+
+
+def rd(p):
+    with open(p) as f:
+        return f.read()
+
+
+def val(p):
+    return rd(p).rstrip("\n")
+
+
+@pytest.fixture(params=NODES)
+def node(request, fixtures_dir):
+    return request.param, fixtures_dir / request.param
+
+
+@pytest.fixture(params=RDMA_NODES)
+def rnode(request, fixtures_dir):
+    return request.param, fixtures_dir / request.param
+
+
+def ibdevs(sysd):
+    d = sysd / "class/infiniband"
+    return sorted(os.listdir(d)) if d.is_dir() else []
+
+
+def ib(fx, node, dev):
+    return fx / node / "sys/class/infiniband" / dev
+
+
+# --- every node -------------------------------------------------------------------------------
+
+def test_list_matches(fixtures_dir):
+    out = subprocess.run([sys.executable, str(GEN), "--list"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == NODES
+    for n in NODES:
+        assert (fixtures_dir / n / "sys").is_dir() and (fixtures_dir / n / "dev").is_dir()
+
+
+def test_class_entries_are_relative_resolving_symlinks(node):
+    name, root = node
+    for cls in ("infiniband", "infiniband_verbs", "infiniband_mad", "net", "misc"):
+        d = root / "sys/class" / cls
+        if not d.is_dir():
+            continue
+        for e in os.listdir(d):
+            p = d / e
+            if e in ("abi_version", "bonding_masters"):
+                assert p.is_file() and not p.is_symlink()
+                continue
+            assert p.is_symlink(), p
+            t = os.readlink(p)
+            assert t.startswith("../../devices/"), (p, t)
+            if (name, "class/%s/%s" % (cls, e)) in DANGLING_OK:
+                assert not p.exists()
+                continue
+            assert p.resolve().is_dir(), p
+            assert str(p.resolve()).startswith(str(root.resolve() / "sys/devices")), p
+
+
+def test_values_end_with_newline(node):
+    _, root = node
+    n = 0
+    for dirpath, _, files in os.walk(root / "sys"):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            if os.path.islink(p):
+                continue
+            data = rd(p)
+            n += 1
+            if data == "":
+                assert EMPTY_OK.search(p), "undocumented empty file %s" % p
+            else:
+                assert data.endswith("\n"), p
+    assert n > 10
+
+
+def test_no_absolute_symlinks(node):
+    _, root = node
+    for dirpath, dirs, files in os.walk(root):
+        for f in dirs + files:
+            p = os.path.join(dirpath, f)
+            if os.path.islink(p):
+                assert not os.readlink(p).startswith("/"), p
+
+
+def test_pci_devices(node):
+    _, root = node
+    sysd = root / "sys"
+    for e in os.listdir(sysd / "bus/pci/devices"):
+        p = sysd / "bus/pci/devices" / e
+        assert os.readlink(p).startswith("../../../devices/pci"), p
+        fn = p.resolve()
+        assert fn.name == e
+        for a in ("vendor", "device", "subsystem_vendor", "subsystem_device"):
+            assert re.fullmatch(r"0x[0-9a-f]{4}\n", rd(fn / a)), (fn, a)
+        assert re.fullmatch(r"0x[0-9a-f]{6}\n", rd(fn / "class"))
+        assert re.fullmatch(r"-?\d+\n", rd(fn / "numa_node"))
+        assert "PCI_SLOT_NAME=%s\n" % e in rd(fn / "uevent")
+        drv = fn / "driver"
+        if drv.is_symlink():
+            depth = len(fn.relative_to(sysd.resolve()).parts)
+            assert os.readlink(drv) == "../" * depth + "bus/pci/drivers/" + drv.resolve().name
+            assert (drv.resolve() / e).resolve() == fn
+            assert "DRIVER=%s\n" % drv.resolve().name in rd(fn / "uevent")
+
+
+def test_ibdev_structure(rnode):
+    name, root = rnode
+    sysd = root / "sys"
+    for dev in ibdevs(sysd):
+        d = sysd / "class/infiniband" / dev
+        if (name, "class/infiniband/" + dev) in DANGLING_OK:
+            continue
+        assert val(d / "uevent") == "NAME=" + dev
+        assert val(d / "node_type") in ("1: CA", "4: RNIC")
+        if (d / "node_guid").exists():
+            assert re.fullmatch(r"([0-9a-f]{4}:){3}[0-9a-f]{4}\n", rd(d / "node_guid"))
+        if (d / "device").is_symlink():
+            t = os.readlink(d / "device")
+            parent = d.resolve().parent.parent
+            assert t == "../../../" + parent.name
+            assert (d / "device").resolve() == parent
+        if not (d / "ports").is_dir():
+            continue
+        for port in os.listdir(d / "ports"):
+            pd = d / "ports" / port
+            assert val(pd / "link_layer") in ("InfiniBand", "Ethernet")
+            for i in os.listdir(pd / "gids"):
+                assert re.fullmatch(r"([0-9a-f]{4}:){7}[0-9a-f]{4}\n", rd(pd / "gids" / i))
+                typ = rd(pd / "gid_attrs/types" / i)
+                assert typ in ("", "IB/RoCE v1\n", "RoCE v2\n")
+                if typ == "":
+                    assert val(pd / "gids" / i) == sysfsgen.ZERO_GID
+            assert re.fullmatch(r"\d: [A-Z_]+\n", rd(pd / "state")) or name == "broken"
+
+
+def _cdevs(root):
+    sysd = root / "sys"
+    for cls, pat, fn, mode in (("infiniband_verbs", r"uverbs(\d+)", sysfsgen.uverbs_devt, 0o666),
+                               ("infiniband_mad", r"umad(\d+)", sysfsgen.umad_devt, 0o600),
+                               ("infiniband_mad", r"issm(\d+)", sysfsgen.issm_devt, 0o600)):
+        d = sysd / "class" / cls
+        if not d.is_dir():
+            continue
+        for e in sorted(os.listdir(d)):
+            m = re.fullmatch(pat, e)
+            if m:
+                yield d / e, e, fn(int(m.group(1))), mode
+
+
+def test_char_devices_match_names(rnode):
+    name, root = rnode
+    seen = 0
+    for p, e, devt, mode in _cdevs(root):
+        seen += 1
+        assert val(p / "dev") == "%d:%d" % devt
+        assert "MAJOR=%d\nMINOR=%d\nDEVNAME=infiniband/%s\n" % (devt + (e,)) == rd(p / "uevent")
+        owner = val(p / "ibdev")
+        assert (root / "sys/class/infiniband" / owner).is_symlink()
+        if e.startswith(("umad", "issm")):
+            assert (root / "sys/class/infiniband" / owner / "ports" / val(p / "port")).exists() \
+                or name == "broken"
+        else:
+            assert re.fullmatch(r"\d+\n", rd(p / "abi_version"))
+        dn = root / "dev/infiniband" / e
+        if (name, e) in MISSING_DEV_OK:
+            assert not dn.exists()
+            continue
+        st = os.lstat(dn)
+        assert stat.S_IMODE(st.st_mode) == mode
+        if stat.S_ISCHR(st.st_mode):
+            assert (os.major(st.st_rdev), os.minor(st.st_rdev)) == devt
+        # the parent of uverbs/umad is the parent of the ib device (§5)
+        ibd = (root / "sys/class/infiniband" / owner).resolve()
+        assert p.resolve().parent.parent == ibd.parent.parent
+    assert seen > 0
+    assert val(root / "sys/class/infiniband_verbs/abi_version") == "6"
+    assert val(root / "sys/class/infiniband_mad/abi_version") == "5"
+
+
+def test_rdma_cm_and_netns(rnode):
+    name, root = rnode
+    assert val(root / "sys/class/misc/rdma_cm/dev") == "10:58"
+    dn = root / "dev/infiniband/rdma_cm"
+    if name == "broken":
+        assert not dn.exists()
+    else:
+        assert stat.S_IMODE(os.lstat(dn).st_mode) == 0o666
+    assert val(root / "sys/module/ib_core/parameters/netns_mode") == \
+        ("N" if name == "exclusive" else "Y")
+
+
+def test_netdevs(node):
+    _, root = node
+    for e in os.listdir(root / "sys/class/net"):
+        if e == "bonding_masters":
+            continue
+        d = root / "sys/class/net" / e
+        t = int(val(d / "type"))
+        alen = int(val(d / "addr_len"))
+        assert len(val(d / "address").split(":")) == alen
+        assert (t, alen) in ((1, 6), (32, 20), (772, 6))
+        assert val(d / "uevent").startswith("INTERFACE=%s\nIFINDEX=%s" % (e, val(d / "ifindex")))
+        if (d / "device").is_symlink():
+            assert os.readlink(d / "device") == "../../../" + d.resolve().parent.parent.name
+
+
+# --- node specifics ------------------------------------------------------------------------------
+
+def test_seed000(fixtures_dir):
+    d = ib(fixtures_dir, "seed000", "mlx5_0")
+    fn = (d / "device").resolve()
+    assert fn.name == "0000:81:00.0"
+    assert [val(fn / a) for a in ("vendor", "device", "class", "numa_node")] == \
+        ["0x15b3", "0x101d", "0x020700", "1"]
+    assert os.listdir(fn / "net") == ["ib0"]
+    assert val(fn / "net/ib0/type") == "32"
+    assert val(d / "ports/1/state") == "4: ACTIVE"
+    assert val(d / "ports/1/phys_state") == "5: LinkUp"
+    assert val(d / "ports/1/link_layer") == "InfiniBand"
+    assert val(d / "ports/1/rate") == "200 Gb/sec (4X HDR)"
+    assert val(d / "hca_type") == "MT4125"
+    assert ibdevs(fixtures_dir / "seed000/sys") == ["mlx5_0"]
+
+
+def test_seed001(fixtures_dir):
+    fn = (ib(fixtures_dir, "seed001", "mlx5_0") / "device").resolve()
+    assert val(fn / "device") == "0x101b" and os.listdir(fn / "net") == ["ibs108"]
+    other = (ib(fixtures_dir, "seed001", "mlx5_1") / "device").resolve()
+    assert val(other / "class") == "0x020000"
+    assert os.listdir(other / "net") == ["ens9f0np0"]
+
+
+def test_dgx_topology(fixtures_dir):
+    sysd = fixtures_dir / "dgx-h100/sys"
+    assert ibdevs(sysd) == sorted("mlx5_%d" % i for i in range(12))
+    compute = {"mlx5_0": ("0000:18:00.0", "ibp24s0", "0000:1b:00.0"),
+               "mlx5_3": ("0000:40:00.0", "ibp64s0", "0000:43:00.0"),
+               "mlx5_4": ("0000:4f:00.0", "ibp79s0", "0000:52:00.0"),
+               "mlx5_5": ("0000:5e:00.0", "ibp94s0", "0000:61:00.0"),
+               "mlx5_6": ("0000:9a:00.0", "ibp154s0", "0000:9d:00.0"),
+               "mlx5_9": ("0000:c0:00.0", "ibp192s0", "0000:c3:00.0"),
+               "mlx5_10": ("0000:ce:00.0", "ibp206s0", "0000:d1:00.0"),
+               "mlx5_11": ("0000:dc:00.0", "ibp220s0", "0000:df:00.0")}
+    for dev, (bdf, ifname, gpu) in compute.items():
+        d = sysd / "class/infiniband" / dev
+        fn = (d / "device").resolve()
+        assert fn.name == bdf and os.listdir(fn / "net") == [ifname]
+        assert val(fn / "class") == "0x020700" and val(d / "hca_type") == "MT4129"
+        assert val(d / "ports/1/rate") == "400 Gb/sec (4X NDR)"
+        numa = int(val(fn / "numa_node"))
+        assert val(fn / "local_cpulist") == ("0-55,112-167" if numa == 0 else "56-111,168-223")
+        assert numa == (0 if int(bdf[5:7], 16) < 0x80 else 1)
+        # RP -> USP -> DSP -> NIC, GPU under a sibling DSP of the same USP
+        usp = fn.parent.parent
+        gfn = (sysd / "bus/pci/devices" / gpu).resolve()
+        assert usp in gfn.parents and fn.parent not in gfn.parents
+        assert val(usp / "device") == "0x1979" and not (usp / "infiniband").exists()
+        assert val(gfn / "device") == "0x2330" and val(gfn / "class") == "0x030200"
+        assert (gfn / "driver").resolve().name == "nvidia"
+    for a, b, ifa in (("mlx5_1", "mlx5_2", "enp41s0f0np0"), ("mlx5_7", "mlx5_8", "enp169s0f0np0")):
+        da, db = sysd / "class/infiniband" / a, sysd / "class/infiniband" / b
+        ga, gb = (int(val(x / "node_guid").replace(":", ""), 16) for x in (da, db))
+        assert gb == ga + 1
+        assert val(da / "sys_image_guid") == val(db / "sys_image_guid") == val(da / "node_guid")
+        fa = (da / "device").resolve()
+        assert fa.parent == (db / "device").resolve().parent and fa.name.endswith(".0")
+        assert ifa in os.listdir(fa / "net")
+        assert val(fa / "class") == "0x020000"
+        assert val(da / "ports/1/link_layer") == "Ethernet"
+        assert val(da / "ports/1/gid_attrs/types/3") == "RoCE v2"
+        assert val(da / "ports/1/gids/3").startswith("0000:0000:0000:0000:0000:ffff:")
+        assert val(da / "ports/1/gid_attrs/ndevs/3") == ifa
+    owners = {}
+    for e in os.listdir(sysd / "class/infiniband_verbs"):
+        if e.startswith("uverbs"):
+            owners[val(sysd / "class/infiniband_verbs" / e / "ibdev")] = int(e[6:])
+    assert sorted(owners) == ibdevs(sysd)
+    assert any(int(k.split("_")[1]) != v for k, v in owners.items())
+    assert owners["mlx5_1"] != 1
+    bridges = [e for e in os.listdir(sysd / "bus/pci/devices")
+               if val(sysd / "bus/pci/devices" / e / "device") == "0x1979"]
+    assert len(bridges) == 24
+    assert sum(val(sysd / "bus/pci/devices" / e / "class") == "0x010802"
+               for e in os.listdir(sysd / "bus/pci/devices")) == 2
+
+
+def test_sriov(fixtures_dir):
+    sysd = fixtures_dir / "sriov/sys"
+    pf = sysd / "bus/pci/devices/0000:3b:00.0"
+    assert val(pf / "sriov_numvfs") == "4" and val(pf / "sriov_vf_device") == "101e"
+    assert os.listdir(pf / "net") == ["ens3f0"]
+    for i in range(4):
+        vf = sysd / ("bus/pci/devices/0000:3b:00.%d" % (2 + i))
+        assert os.readlink(pf / ("virtfn%d" % i)) == "../0000:3b:00.%d" % (2 + i)
+        assert os.readlink(vf / "physfn") == "../0000:3b:00.0"
+        assert val(vf / "device") == "0x101e"
+        assert (vf / "driver").resolve().name == "mlx5_core"
+        d = sysd / ("class/infiniband/mlx5_%d" % (1 + i))
+        assert (d / "device").resolve() == vf.resolve()
+        assert os.listdir(vf / "net") == ["ens3f0v%d" % i]
+        assert val(d / "ports/1/state") == "4: ACTIVE"
+    assert (sysd / "class/infiniband/mlx5_5/device").resolve().name == "0000:3b:00.1"
+    assert val(sysd / "bus/pci/devices/0000:3b:00.1/sriov_numvfs") == "0"
+
+
+def test_mlx4(fixtures_dir):
+    root = fixtures_dir / "mlx4"
+    d = root / "sys/class/infiniband/mlx4_0"
+    assert ibdevs(root / "sys") == ["mlx4_0"]
+    assert val(d / "hca_type") == "MT4099"
+    assert val(d / "ports/1/link_layer") == "InfiniBand"
+    assert val(d / "ports/2/link_layer") == "Ethernet"
+    fn = (d / "device").resolve()
+    assert sorted(os.listdir(fn / "net")) == ["ens1d1", "ib0"]
+    assert (fn / "driver").resolve().name == "mlx4_core"
+    cd = [e for _, e, _, _ in _cdevs(root)]
+    assert sorted(cd) == ["issm0", "issm1", "umad0", "umad1", "uverbs0"]
+    ports = {val(root / "sys/class/infiniband_mad" / u / "port") for u in ("umad0", "umad1")}
+    assert ports == {"1", "2"}
+    types = {rd(p) for p in (d / "ports/2/gid_attrs/types").iterdir()}
+    assert "RoCE v2\n" not in types
+
+
+def test_roce_lag(fixtures_dir):
+    sysd = fixtures_dir / "roce-lag/sys"
+    assert ibdevs(sysd) == ["mlx5_2", "mlx5_bond_0"]
+    d = sysd / "class/infiniband/mlx5_bond_0"
+    assert (d / "device").resolve().name == "0000:5e:00.0"
+    assert val(d / "ports/1/link_layer") == "Ethernet"
+    nd = {val(p) for p in (d / "ports/1/gid_attrs/ndevs").iterdir() if rd(p)}
+    assert nd == {"bond0"}
+    bond = sysd / "class/net/bond0"
+    assert os.readlink(bond) == "../../devices/virtual/net/bond0"
+    assert (bond / "lower_ens1f0np0").resolve() == (sysd / "class/net/ens1f0np0").resolve()
+    assert (bond / "lower_ens1f1np1").is_symlink()
+    assert val(bond / "bonding/slaves") == "ens1f0np0 ens1f1np1"
+    assert (sysd / "class/net/ens1f1np1/master").resolve() == bond.resolve()
+
+
+def test_irdma_bnxt_sf(fixtures_dir):
+    sysd = fixtures_dir / "irdma-bnxt/sys"
+    assert ibdevs(sysd) == ["bnxt_re0", "irdma0", "mlx5_0", "mlx5_1", "mlx5_2"]
+    for dev, aux, drv in (("irdma0", "ice.roce.0", "ice"), ("bnxt_re0", "bnxt_en.rdma.0",
+                                                            "bnxt_en")):
+        fn = (sysd / "class/infiniband" / dev / "device").resolve()
+        assert (fn / "driver").resolve().name == drv
+        assert (sysd / "bus/auxiliary/devices" / aux).resolve() == fn / aux
+    sf = sysd / "class/infiniband/mlx5_2"
+    sfdir = (sf / "device").resolve()
+    assert sfdir.name == "mlx5_core.sf.2" and val(sfdir / "sfnum") == "2"
+    assert sf.resolve().parent.parent == sfdir
+    assert os.listdir(sfdir / "net") == ["en3f0pf0sf2"]
+    assert pathlib.Path(sysfsgen.pci_function_dir(str(sysd), "mlx5_2")).name == "0000:03:00.0"
+    assert val(sysd / "class/infiniband/irdma0/ports/1/gid_attrs/types/1") == "RoCE v2"
+
+
+def test_rxe(fixtures_dir):
+    sysd = fixtures_dir / "rxe/sys"
+    d = sysd / "class/infiniband/rxe0"
+    assert os.readlink(d) == "../../devices/virtual/infiniband/rxe0"
+    assert not (d / "device").exists() and val(d / "parent") == "eth0"
+    assert val(d / "ports/1/gid_attrs/types/1") == "RoCE v2"
+    assert val(d / "ports/1/gids/1") == "0000:0000:0000:0000:0000:ffff:0a00:020f"
+    assert val(d / "ports/1/gid_attrs/types/0") == "RoCE v2"
+    assert os.readlink(sysd / "class/infiniband_verbs/uverbs0") == \
+        "../../devices/virtual/infiniband_verbs/uverbs0"
+    eth0 = (sysd / "class/net/eth0").resolve()
+    assert eth0.parent.parent.name == "virtio0"
+    assert not (eth0.parent.parent.parent / "infiniband").exists()
+    assert sysfsgen.pci_function_dir(str(sysd), "rxe0") is None
+
+
+def test_no_rdma(fixtures_dir):
+    root = fixtures_dir / "no-rdma"
+    assert not (root / "sys/class/infiniband").exists()
+    assert not (root / "dev/infiniband").exists()
+    assert not (root / "sys/module/ib_core").exists()
+    assert (root / "sys/class/net/eth0").is_symlink()
+
+
+def test_broken(fixtures_dir):
+    root = fixtures_dir / "broken"
+    c = root / "sys/class/infiniband"
+    assert ibdevs(root / "sys") == ["mlx5_%d" % i for i in range(6)]
+    assert not (c / "mlx5_1/node_guid").exists() and not (c / "mlx5_1/fw_ver").exists()
+    assert not (c / "mlx5_2/ports").exists()
+    assert val(c / "mlx5_3/ports/1/state") == "weird"
+    assert (c / "mlx5_4").is_symlink() and not (c / "mlx5_4").exists()
+    assert not (root / "dev/infiniband/uverbs5").exists()
+    assert val(root / "sys/class/infiniband_verbs/uverbs5/ibdev") == "mlx5_5"
+    assert (root / "dev/infiniband/umad5").exists()
+    assert not (root / "dev/infiniband/rdma_cm").exists()
+    assert val(c / "mlx5_0/ports/1/state") == "4: ACTIVE"
+
+
+def test_port_down(fixtures_dir):
+    c = fixtures_dir / "port-down/sys/class/infiniband"
+    assert val(c / "mlx5_0/ports/1/state") == "1: DOWN"
+    assert val(c / "mlx5_0/ports/1/phys_state") == "3: Disabled"
+    assert val(c / "mlx5_1/ports/1/state") == "2: INIT"
+    assert val(c / "mlx5_1/ports/1/phys_state") == "5: LinkUp"
+
+
+# --- mutation API --------------------------------------------------------------------------------
+
+def test_set_port_state_and_numa(fixtures_dir, tmp_path):
+    w = tmp_path / "n"
+    sysfsgen.copy_node(fixtures_dir / "dgx-h100", w)
+    sysfsgen.set_port_state(w / "sys", "mlx5_3", 1, "DOWN")
+    d = w / "sys/class/infiniband/mlx5_3/ports/1"
+    assert (val(d / "state"), val(d / "phys_state")) == ("1: DOWN", "3: Disabled")
+    sysfsgen.set_port_state(w / "sys", "mlx5_3", 1, "INIT")
+    assert (val(d / "state"), val(d / "phys_state")) == ("2: INIT", "5: LinkUp")
+    sysfsgen.set_port_state(w / "sys", "mlx5_3", 1, "DOWN", phys_state="Polling")
+    assert val(d / "phys_state") == "2: Polling"
+    with pytest.raises(FileNotFoundError):
+        sysfsgen.set_port_state(w / "sys", "mlx5_3", 2, "ACTIVE")
+    sysfsgen.set_numa_node(w / "sys", "mlx5_3", 1)
+    fn = w / "sys/bus/pci/devices/0000:40:00.0"
+    assert val(fn / "numa_node") == "1" and val(fn / "local_cpulist") == "56-111,168-223"
+    sysfsgen.set_numa_node(w / "sys", "mlx5_3", -1)
+    assert val(fn / "numa_node") == "-1" and val(fn / "local_cpulist") == "0-223"
+    # the pristine tree is untouched
+    assert val(fixtures_dir / "dgx-h100/sys/bus/pci/devices/0000:40:00.0/numa_node") == "0"
+
+
+@pytest.mark.parametrize("nodename,dev", [("dgx-h100", "mlx5_1"), ("mlx4", "mlx4_0"),
+                                          ("rxe", "rxe0"), ("irdma-bnxt", "mlx5_2"),
+                                          ("roce-lag", "mlx5_bond_0")])
+def test_unplug_replug_roundtrip(fixtures_dir, tmp_path, nodename, dev):
+    pristine = fixtures_dir / nodename
+    w = tmp_path / "n"
+    sysfsgen.copy_node(pristine, w)
+    assert sysfsgen.snapshot(w) == sysfsgen.snapshot(pristine)
+    owned = [e for p, e, _, _ in _cdevs(w) if val(p / "ibdev") == dev]
+    assert owned
+    sysfsgen.unplug(w / "sys", w / "dev", dev)
+    assert not os.path.lexists(w / "sys/class/infiniband" / dev)
+    for e in owned:
+        cls = "infiniband_verbs" if e.startswith("uverbs") else "infiniband_mad"
+        assert not os.path.lexists(w / "sys/class" / cls / e)
+        assert not os.path.lexists(w / "dev/infiniband" / e)
+    snap = sysfsgen.snapshot(w)
+    assert not any(k.endswith("/infiniband/" + dev) for k in snap)
+    others = [d for d in ibdevs(pristine / "sys") if d != dev]
+    assert ibdevs(w / "sys") == others
+    sysfsgen.replug(w / "sys", w / "dev", pristine, dev)
+    assert sysfsgen.snapshot(w) == sysfsgen.snapshot(pristine)
+
+
+# --- the generator itself ------------------------------------------------------------------------
+
+def test_generator_deterministic_idempotent_fast(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, str(GEN), "--out", str(a)], check=True,
+                   capture_output=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU time, not wall time: the build machine may be loaded (typically ~1 s)
+    assert (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime) < 5
+    (a / "dgx-h100/sys/stray").write_text("x\n")
+    (a / "keep.me").write_text("x\n")
+    subprocess.run([sys.executable, str(GEN), "--out", str(a)], check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, str(GEN), "--out", str(b)], check=True,
+                   capture_output=True)
+    assert (a / "keep.me").exists()
+    (a / "keep.me").unlink()
+    assert sysfsgen.snapshot(a) == sysfsgen.snapshot(b)
+
+
+def test_scale_node(tmp_path):
+    subprocess.run([sys.executable, str(GEN), "--out", str(tmp_path), "--scale", "300"],
+                   check=True, capture_output=True)
+    assert os.listdir(tmp_path) == ["scale-300"]
+    root = tmp_path / "scale-300"
+    assert len(ibdevs(root / "sys")) == 300
+    assert val(root / "sys/class/infiniband_verbs/uverbs40/dev") == "%d:%d" % \
+        sysfsgen.uverbs_devt(40)
+    pf = root / "sys/bus/pci/devices/0000:11:00.0"
+    assert val(pf / "sriov_numvfs") == "127"
+    assert os.readlink(pf / "virtfn126") == "../0000:11:0f.7"
+    assert len(os.listdir(root / "dev/infiniband")) == 3 * 300 + 1
