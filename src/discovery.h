@@ -16,3 +16,9 @@
  * memory runs out.
  */
 int rdp_discover(const char *sysfs_root, const char *dev_root, struct rdp_host **ret);
+
+/*
+ * The same on roots the caller opened (rdp_sysfs_open_root()), e.g. to name the root that
+ * failed, or to keep them open across rescans. The fds stay owned by the caller.
+ */
+int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret);

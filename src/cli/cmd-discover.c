@@ -1,13 +1,325 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: being written; replaced by the real command. */
+/*
+ * rdma-dp discover: what ibdev2netdev, ibstat and lspci -nn would say, in one table (or the
+ * JSON model), read from --sysfs-root/--dev-root only.
+ */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "alloc.h"
+#include "cli-common.h"
 #include "cli.h"
+#include "device-json.h"
+#include "discovery.h"
+#include "macro.h"
+
+enum {
+	ARG_SYSFS_ROOT = 0x100,
+	ARG_DEV_ROOT,
+	ARG_VERSION,
+};
+
+static void help(void)
+{
+	printf("Usage: rdma-dp discover [OPTIONS]\n"
+	       "\n"
+	       "Show the RDMA devices of this node as selectors see them: one line per device\n"
+	       "and port (state, link layer, rate, netdevs, PCI IDs, driver, NUMA node, PF of a\n"
+	       "VF, RoCE v2 IPv4 GID index), their char devices, and what could not be read.\n"
+	       "\n"
+	       "Options:\n"
+	       "  --sysfs-root DIR   read sysfs below DIR (default %s)\n"
+	       "  --dev-root DIR     look for device nodes below DIR (default %s)\n"
+	       "  -o, --output FMT   table (default) or json\n"
+	       "  -h, --help         show this help\n"
+	       "      --version      show the version\n",
+	       RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
+}
+
+/* ---- the table ---- */
+
+enum col {
+	COL_DEVICE,
+	COL_PORT,
+	COL_STATE,
+	COL_PHYS,
+	COL_LINK,
+	COL_RATE,
+	COL_NETDEV,
+	COL_PCI,
+	COL_IDS,
+	COL_CLASS,
+	COL_DRIVER,
+	COL_NUMA,
+	COL_VF_OF,
+	COL_GID,
+	N_COLS,
+};
+
+/* clang-format off */
+static const char *const col_names[N_COLS] = {
+	"DEVICE", "PORT", "STATE", "PHYS", "LINK", "RATE", "NETDEV",
+	"PCI", "VENDOR:DEVICE", "CLASS", "DRIVER", "NUMA", "VF-OF", "GID-V2",
+};
+/* clang-format on */
+
+struct table {
+	char **cells; /* rows * N_COLS */
+	size_t rows;
+	size_t width[N_COLS];
+};
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->rows * N_COLS; i++)
+		rdp_free(t->cells[i]);
+	rdp_free(t->cells);
+}
+
+static const char *dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+static char *join(char *const *v, size_t n)
+{
+	size_t len = 1;
+	char *s, *p;
+
+	if (n == 0)
+		return rdp_strdup("-");
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	s = rdp_malloc(len);
+	if (!s)
+		return NULL;
+	p = s;
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%s", i ? "," : "", v[i]);
+	return s;
+}
+
+static int add_row(struct table *t, const struct rdp_device *d, const struct rdp_port *p)
+{
+	char **row, **nv;
+	int r = 0;
+
+	nv = rdp_reallocarray(t->cells, (t->rows + 1) * N_COLS, sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	t->cells = nv;
+	row = &t->cells[t->rows * N_COLS];
+	memset(row, 0, N_COLS * sizeof(*row));
+	t->rows++;
+
+	row[COL_DEVICE] = rdp_strdup(d->name);
+	if (p) {
+		row[COL_PORT] = rdp_asprintf("%u", p->num);
+		row[COL_STATE] = rdp_strdup(dash(p->state_name));
+		row[COL_PHYS] = rdp_strdup(dash(p->phys_state_name));
+		row[COL_LINK] = rdp_strdup(p->link_layer == RDP_LINK_UNKNOWN
+						   ? "-"
+						   : rdp_link_layer_name(p->link_layer));
+		row[COL_RATE] = rdp_strdup(dash(p->rate));
+		row[COL_GID] = p->roce_v2_ipv4_gid_index >= 0
+				       ? rdp_asprintf("%d", p->roce_v2_ipv4_gid_index)
+				       : rdp_strdup("-");
+	} else {
+		for (int c = COL_PORT; c <= COL_RATE; c++)
+			row[c] = rdp_strdup("-");
+		row[COL_GID] = rdp_strdup("-");
+	}
+	row[COL_NETDEV] = join(d->netdevs, d->n_netdevs);
+	row[COL_PCI] = rdp_strdup(dash(d->pci_address));
+	row[COL_IDS] = d->vendor[0] || d->device_id[0]
+			       ? rdp_asprintf("%s:%s", dash(d->vendor), dash(d->device_id))
+			       : rdp_strdup("-");
+	row[COL_CLASS] = rdp_strdup(dash(d->pci_class));
+	row[COL_DRIVER] = rdp_strdup(dash(d->driver));
+	row[COL_NUMA] = d->numa_node >= 0 ? rdp_asprintf("%d", d->numa_node) : rdp_strdup("-");
+	if (!d->is_vf)
+		row[COL_VF_OF] = rdp_strdup("-");
+	else if (d->vf_index >= 0)
+		row[COL_VF_OF] = rdp_asprintf("%s#%d/%s", dash(d->pf_netdev), d->vf_index,
+					      dash(d->pf_pci_address));
+	else
+		row[COL_VF_OF] = rdp_asprintf("%s/%s", dash(d->pf_netdev), dash(d->pf_pci_address));
+
+	for (int c = 0; c < N_COLS; c++) {
+		if (!row[c]) {
+			r = -ENOMEM;
+			continue;
+		}
+		if (strlen(row[c]) > t->width[c])
+			t->width[c] = strlen(row[c]);
+	}
+	return r;
+}
+
+static void print_row(const struct table *t, const char *const *cells)
+{
+	for (int c = 0; c < N_COLS; c++) {
+		if (c == N_COLS - 1)
+			printf("%s\n", cells[c]);
+		else
+			printf("%-*s  ", (int)t->width[c], cells[c]);
+	}
+}
+
+static int print_table(const struct rdp_host *h, const char *sysfs_root)
+{
+	struct table t = {};
+	size_t name_width = 0;
+	int r = 0;
+
+	for (int c = 0; c < N_COLS; c++)
+		t.width[c] = strlen(col_names[c]);
+	for (size_t i = 0; i < h->n_devices && r >= 0; i++) {
+		const struct rdp_device *d = &h->devices[i];
+
+		if (strlen(d->name) > name_width)
+			name_width = strlen(d->name);
+		if (d->n_ports == 0)
+			r = add_row(&t, d, NULL);
+		for (size_t j = 0; j < d->n_ports && r >= 0; j++)
+			r = add_row(&t, d, &d->ports[j]);
+	}
+	if (r < 0) {
+		table_free(&t);
+		return r;
+	}
+
+	if (h->n_devices == 0) {
+		printf("No RDMA devices in %s/class/infiniband.\n", sysfs_root);
+	} else {
+		print_row(&t, col_names);
+		for (size_t i = 0; i < t.rows; i++)
+			print_row(&t, (const char *const *)&t.cells[i * N_COLS]);
+
+		printf("\nCHAR DEVICES\n");
+		for (size_t i = 0; i < h->n_devices; i++) {
+			const struct rdp_device *d = &h->devices[i];
+
+			printf("%-*s ", (int)name_width, d->name);
+			if (d->n_char_devices == 0)
+				printf(" -");
+			for (size_t j = 0; j < d->n_char_devices; j++)
+				printf(" %s", d->char_devices[j]);
+			printf("\n");
+		}
+	}
+	table_free(&t);
+
+	bool any = h->n_problems > 0;
+
+	for (size_t i = 0; i < h->n_devices; i++)
+		any |= h->devices[i].n_problems > 0;
+	if (any) {
+		printf("\nPROBLEMS\n");
+		for (size_t i = 0; i < h->n_devices; i++)
+			for (size_t j = 0; j < h->devices[i].n_problems; j++)
+				printf("%s: %s\n", h->devices[i].name, h->devices[i].problems[j]);
+		for (size_t j = 0; j < h->n_problems; j++)
+			printf("host: %s\n", h->problems[j]);
+	}
+
+	printf("\nrdma_cm: %s   netns: %s%s   devices: %zu\n",
+	       h->rdma_cm[0] ? h->rdma_cm : "missing", rdp_netns_mode_name(h->netns_mode),
+	       h->netns_mode == RDP_NETNS_EXCLUSIVE ? " (ibdevs are visible in their netns only)"
+						    : "",
+	       h->n_devices);
+	return 0;
+}
+
+static int print_json(const struct rdp_host *h)
+{
+	json_t *doc = rdp_host_to_json(h);
+	int r;
+
+	if (!doc)
+		return -ENOMEM;
+	r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (r < 0)
+		return -EIO;
+	fputc('\n', stdout);
+	return 0;
+}
 
 int cmd_discover(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "rdma-dp: discover: not built yet\n");
-	return 1;
+	static const struct option options[] = {
+		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
+		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, ARG_VERSION},
+		{},
+	};
+	const char *sysfs_root = RDP_DEFAULT_SYSFS_ROOT, *dev_root = RDP_DEFAULT_DEV_ROOT;
+	enum cli_output output = CLI_OUTPUT_TABLE;
+	_cleanup_close_ int sys = -1, dev = -1;
+	struct rdp_host *h = NULL;
+	char buf[64];
+	int c, r;
+
+	opterr = 0;
+	optind = 0; /* also resets getopt's internal state */
+	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) >= 0) {
+		switch (c) {
+		case ARG_SYSFS_ROOT:
+			sysfs_root = optarg;
+			break;
+		case ARG_DEV_ROOT:
+			dev_root = optarg;
+			break;
+		case 'o':
+			if (cli_parse_output("discover", optarg, &output) < 0)
+				return 2;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case ARG_VERSION:
+			cli_print_version();
+			return 0;
+		case ':':
+			fprintf(stderr, "rdma-dp discover: option '%s' needs an argument\n",
+				argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr,
+				"rdma-dp discover: unknown option '%s' (see 'rdma-dp discover "
+				"--help')\n",
+				cli_bad_option(argv, optind, optopt, buf, sizeof(buf)));
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdma-dp discover: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+
+	if (cli_open_roots("discover", sysfs_root, dev_root, &sys, &dev) < 0)
+		return 1;
+	r = rdp_discover_at(sys, dev, &h);
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));
+		return 1;
+	}
+	r = output == CLI_OUTPUT_JSON ? print_json(h) : print_table(h, sysfs_root);
+	rdp_host_free(h);
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));
+		return 1;
+	}
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "rdma-dp discover: writing output: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
 }
