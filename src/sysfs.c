@@ -317,7 +317,7 @@ int rdp_sysfs_read_link(int root, const char *path, char *buf, size_t size)
 
 static int cmp_names(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strverscmp(*(char *const *)a, *(char *const *)b);
 }
 
 void rdp_sysfs_names_free(char **names, size_t n)

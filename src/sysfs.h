@@ -66,7 +66,7 @@ int rdp_sysfs_read_link(int root, const char *path, char *buf, size_t size);
 int rdp_sysfs_resolve(int root, const char *path, char *buf, size_t size);
 
 /*
- * Lists a directory below root: every entry but "." and "..", sorted (strcmp). Fails with
+ * Lists a directory below root: every entry but "." and "..", sorted in natural order (strverscmp: mlx5_2 before mlx5_10). Fails with
  * -E2BIG when it holds more than max entries. Free with rdp_sysfs_names_free().
  */
 int rdp_sysfs_list_dir(int root, const char *path, size_t max, char ***ret_names, size_t *ret_n);

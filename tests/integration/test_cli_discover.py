@@ -4,6 +4,11 @@ import json
 import re
 import subprocess
 
+
+def natural_key(name):
+    """Natural order, as discovery lists devices: mlx5_2 before mlx5_10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
 import pytest
 
 from conftest import node_args
@@ -47,7 +52,7 @@ def check_document(doc):
     assert doc["netns_mode"] in ("shared", "exclusive")
     assert isinstance(doc["devices"], list)
     names = [d["name"] for d in doc["devices"]]
-    assert names == sorted(names)
+    assert names == sorted(names, key=natural_key)
     assert len(set(names)) == len(names)
     for d in doc["devices"]:
         check_device(d)

@@ -257,8 +257,8 @@ static void test_links_and_lists(int root)
 	if (n == 5) {
 		EXPECT_STREQ(names[0], "a");
 		EXPECT_STREQ(names[1], "b");
-		EXPECT_STREQ(names[2], "c10");
-		EXPECT_STREQ(names[3], "c2");
+		EXPECT_STREQ(names[2], "c2");
+		EXPECT_STREQ(names[3], "c10");
 		EXPECT_STREQ(names[4], "d");
 	}
 	rdp_sysfs_names_free(names, n);
