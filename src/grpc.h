@@ -57,12 +57,17 @@ struct rdp_grpc_method {
 	 */
 	void (*handler)(struct rdp_grpc_call *call, const uint8_t *req, size_t len,
 			void *userdata);
+	/* True for server-streaming methods (ListAndWatch); false (the default) for unary. */
+	bool server_streaming;
 };
 
 /*
  * Listens on the unix socket path (a stale socket file there is unlinked first; a non-socket
  * file is -EEXIST) and serves methods[0..n-1]. methods must outlive the server. limits may
  * be NULL for defaults. Unknown paths get UNIMPLEMENTED.
+ * path may be NULL: no listener, only memory connections (tests, fuzzers; see below).
+ * Do not free the server from inside one of its handlers or close callbacks (use a defer
+ * source of the loop).
  */
 int rdp_grpc_server_new(struct rdp_event *e, const char *path, const struct rdp_grpc_method *methods,
 			size_t n_methods, const struct rdp_grpc_limits *limits, void *userdata,
@@ -77,6 +82,13 @@ struct rdp_grpc_server *rdp_grpc_server_free(struct rdp_grpc_server *s);
 bool rdp_grpc_server_socket_present(const struct rdp_grpc_server *s);
 const char *rdp_grpc_server_path(const struct rdp_grpc_server *s);
 size_t rdp_grpc_server_connections(const struct rdp_grpc_server *s);
+/*
+ * Tests and fuzzers: a server connection without a socket. Feed the client's bytes with
+ * rdp_h2_feed() and read the answer with rdp_h2_output()/rdp_h2_consume() (h2.h). It lives
+ * until the server is freed, also after the session ended (rdp_h2_is_closed()).
+ */
+struct rdp_h2;
+int rdp_grpc_server_add_memory_conn(struct rdp_grpc_server *s, struct rdp_h2 **ret);
 
 /* Unary: send msg then OK trailers; ends the call. */
 int rdp_grpc_call_reply(struct rdp_grpc_call *c, const uint8_t *msg, size_t len);
@@ -119,7 +131,10 @@ typedef void (*rdp_grpc_client_cb)(enum rdp_grpc_code code, const char *message,
 int rdp_grpc_unary_call(struct rdp_event *e, const char *path, const char *method,
 			const uint8_t *req, size_t len, uint64_t timeout_usec, rdp_grpc_client_cb cb,
 			void *userdata, struct rdp_grpc_client_call **ret);
-/* Cancels (RST_STREAM CANCEL) and frees; no callback follows. Accepts NULL, returns NULL. */
+/*
+ * Cancels (RST_STREAM CANCEL) and frees; no callback follows. Accepts NULL, returns NULL.
+ * Once cb has run the call is gone: do not cancel it then (from inside cb it is a no-op).
+ */
 struct rdp_grpc_client_call *rdp_grpc_client_call_cancel(struct rdp_grpc_client_call *c);
 
 /* Human-readable name of a status code ("INVALID_ARGUMENT"). */
