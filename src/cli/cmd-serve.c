@@ -1,13 +1,107 @@
 /* SPDX-License-Identifier: MIT */
-/* PLACEHOLDER: being written; replaced by the real command. */
+/* rdma-dp serve: the device plugin daemon (daemon.c does the work). */
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
+#include "config.h"
+#include "daemon.h"
+#include "discovery.h"
+
+static void serve_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rdma-dp serve [OPTIONS]\n"
+		"\n"
+		"Run the device plugin: advertise each resource of the config to kubelet as\n"
+		"<resourcePrefix>/<resourceName> and hand the RDMA char devices to pods.\n"
+		"\n"
+		"Options:\n"
+		"  -c, --config-file FILE      config.json (default %s)\n"
+		"      --sysfs-root DIR        read sysfs from DIR (default %s)\n"
+		"      --dev-root DIR          read /dev from DIR (default %s)\n"
+		"      --kubelet-root-dir DIR  kubelet's root directory (default %s)\n"
+		"      --registration MODE     auto, kubelet-sock or plugins-registry (default "
+		"auto:\n"
+		"                              kubelet.sock when it exists, else the plugin "
+		"watcher\n"
+		"                              when <root>/plugins_registry exists, else "
+		"kubelet.sock)\n"
+		"  -v, --verbose               log every call\n"
+		"  -h, --help                  show this help\n"
+		"      --version               show the version\n"
+		"\n"
+		"Signals: SIGHUP reloads the config and rescans the devices; SIGTERM and SIGINT\n"
+		"remove the daemon's sockets and exit 0. Logs go to stderr, one key=value line per "
+		"event.\n",
+		RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT,
+		RDP_DEFAULT_KUBELET_ROOT);
+}
 
 int cmd_serve(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "rdma-dp: serve: not built yet\n");
-	return 1;
+	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_KUBELET, OPT_REG, OPT_VERSION };
+	static const struct option longopts[] = {
+		{"config-file", required_argument, NULL, 'c'},
+		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
+		{"dev-root", required_argument, NULL, OPT_DEV},
+		{"kubelet-root-dir", required_argument, NULL, OPT_KUBELET},
+		{"registration", required_argument, NULL, OPT_REG},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{0},
+	};
+	struct rdp_daemon_options o = {.registration = RDP_REGISTRATION_AUTO};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o.config_file = optarg;
+			break;
+		case OPT_SYSFS:
+			o.sysfs_root = optarg;
+			break;
+		case OPT_DEV:
+			o.dev_root = optarg;
+			break;
+		case OPT_KUBELET:
+			o.kubelet_root = optarg;
+			break;
+		case OPT_REG:
+			if (rdp_registration_mode_from_string(optarg, &o.registration) < 0) {
+				fprintf(stderr,
+					"rdma-dp serve: --registration: unknown mode '%s' "
+					"(expected "
+					"auto, kubelet-sock or plugins-registry)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		case 'h':
+			serve_usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			cli_print_version();
+			return 0;
+		default:
+			fprintf(stderr, "Try 'rdma-dp serve --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdma-dp serve: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o.kubelet_root && strlen(o.kubelet_root) == 0) {
+		fprintf(stderr, "rdma-dp serve: --kubelet-root-dir: empty path\n");
+		return 2;
+	}
+	return rdp_daemon_run(&o);
 }

@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: MIT */
+#include "dp-service.h"
+
+#include <errno.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deviceplugin.pb-c.h"
+#include "macro.h"
+
+#define PATH_PREFIX "/v1beta1.DevicePlugin/"
+
+enum dp_method {
+	M_OPTIONS,
+	M_LIST_AND_WATCH,
+	M_PREFERRED,
+	M_ALLOCATE,
+	M_PRE_START,
+};
+
+const char *const rdp_dp_method_paths[RDP_DP_N_METHODS] = {
+	[M_OPTIONS] = PATH_PREFIX "GetDevicePluginOptions",
+	[M_LIST_AND_WATCH] = PATH_PREFIX "ListAndWatch",
+	[M_PREFERRED] = PATH_PREFIX "GetPreferredAllocation",
+	[M_ALLOCATE] = PATH_PREFIX "Allocate",
+	[M_PRE_START] = PATH_PREFIX "PreStartContainer",
+};
+
+static int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rdp_free(v[i]);
+	rdp_free(v);
+}
+
+void rdp_dp_state_done(struct rdp_dp_state *s)
+{
+	if (!s)
+		return;
+	strv_free(s->specs, s->n_specs);
+	rdp_free(s->devices);
+	memset(s, 0, sizeof(*s));
+	s->numa_node = -1;
+}
+
+int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *ret)
+{
+	struct rdp_dp_state s = {.numa_node = -1};
+	size_t cap = 1, names_len = 1;
+	int numa = -2; /* -2: no device seen yet */
+
+	for (size_t i = 0; i < p->n_devices; i++) {
+		const struct rdp_device *d = &h->devices[p->devices[i]];
+
+		cap += d->n_char_devices;
+		names_len += strlen(d->name) + 1;
+	}
+	s.specs = rdp_calloc(cap, sizeof(char *));
+	s.devices = rdp_malloc(names_len);
+	if (!s.specs || !s.devices)
+		goto oom;
+	s.devices[0] = '\0';
+	for (size_t i = 0; i < p->n_devices; i++) {
+		const struct rdp_device *d = &h->devices[p->devices[i]];
+
+		if (i)
+			strcat(s.devices, ",");
+		strcat(s.devices, d->name);
+		s.n_devices++;
+		if (rdp_device_is_active(d))
+			s.n_active++;
+		if (numa == -2)
+			numa = d->numa_node;
+		else if (numa != d->numa_node)
+			numa = -1;
+		for (size_t j = 0; j < d->n_char_devices; j++) {
+			s.specs[s.n_specs] = rdp_strdup(d->char_devices[j]);
+			if (!s.specs[s.n_specs])
+				goto oom;
+			s.n_specs++;
+		}
+	}
+	/* rdma_cm once per container, and only for a pool that has something to hand out. */
+	if (s.n_devices > 0 && h->rdma_cm[0]) {
+		s.specs[s.n_specs] = rdp_strdup(h->rdma_cm);
+		if (!s.specs[s.n_specs])
+			goto oom;
+		s.n_specs++;
+	}
+	if (s.n_specs > 1) {
+		size_t n = 1;
+
+		qsort(s.specs, s.n_specs, sizeof(char *), strcmp_ptr);
+		for (size_t i = 1; i < s.n_specs; i++) {
+			if (strcmp(s.specs[i], s.specs[n - 1]) == 0)
+				rdp_free(s.specs[i]);
+			else
+				s.specs[n++] = s.specs[i];
+		}
+		s.n_specs = n;
+	}
+	s.units = s.n_devices > 0 ? p->res->rdma_hca_max : 0;
+	s.healthy = s.n_active > 0;
+	s.numa_node = s.n_devices > 0 && numa >= 0 ? numa : -1;
+	rdp_dp_state_done(ret);
+	*ret = s;
+	return 0;
+oom:
+	rdp_dp_state_done(&s);
+	return -ENOMEM;
+}
+
+bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
+{
+	return a->units == b->units && a->healthy == b->healthy && a->numa_node == b->numa_node;
+}
+
+bool rdp_dp_state_same_specs(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
+{
+	if (a->n_specs != b->n_specs)
+		return false;
+	for (size_t i = 0; i < a->n_specs; i++)
+		if (strcmp(a->specs[i], b->specs[i]) != 0)
+			return false;
+	return true;
+}
+
+/* Packs any message into a fresh buffer; an empty message gives NULL/0. */
+static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = NULL;
+
+	if (n > 0) {
+		buf = rdp_malloc(n);
+		if (!buf)
+			return -ENOMEM;
+		protobuf_c_message_pack(m, buf);
+	}
+	*ret = buf;
+	*ret_len = n;
+	return 0;
+}
+
+int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *ret_len)
+{
+	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+	V1beta1__TopologyInfo topo = V1BETA1__TOPOLOGY_INFO__INIT;
+	V1beta1__NUMANode node = V1BETA1__NUMANODE__INIT;
+	V1beta1__NUMANode *nodes[1] = {&node};
+	_cleanup_free_ V1beta1__Device *devs = NULL;
+	_cleanup_free_ V1beta1__Device **ptrs = NULL;
+	_cleanup_free_ char *ids = NULL;
+	const size_t id_size = 11; /* "4294967295" + NUL */
+
+	if (s->units > 0) {
+		devs = rdp_calloc(s->units, sizeof(*devs));
+		ptrs = rdp_calloc(s->units, sizeof(*ptrs));
+		ids = rdp_calloc(s->units, id_size);
+		if (!devs || !ptrs || !ids)
+			return -ENOMEM;
+	}
+	node.id = s->numa_node;
+	topo.n_nodes = 1;
+	topo.nodes = nodes;
+	for (unsigned int i = 0; i < s->units; i++) {
+		char *id = ids + (size_t)i * id_size;
+
+		v1beta1__device__init(&devs[i]);
+		snprintf(id, id_size, "%u", i);
+		devs[i].id = id;
+		devs[i].health = (char *)(s->healthy ? RDP_DP_HEALTHY : RDP_DP_UNHEALTHY);
+		devs[i].topology = s->numa_node >= 0 ? &topo : NULL;
+		ptrs[i] = &devs[i];
+	}
+	resp.n_devices = s->units;
+	resp.devices = ptrs;
+	return pack_message(&resp.base, ret, ret_len);
+}
+
+int rdp_dp_options_pack(uint8_t **ret, size_t *ret_len)
+{
+	V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+
+	o.pre_start_required = false;
+	o.get_preferred_allocation_available = false;
+	return pack_message(&o.base, ret, ret_len);
+}
+
+/* A bounded message buffer for error texts. */
+struct msgbuf {
+	char s[1024];
+	size_t n;
+};
+
+static void _printf_(2, 3) mb_add(struct msgbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (b->n >= sizeof(b->s) - 1)
+		return;
+	va_start(ap, fmt);
+	r = vsnprintf(b->s + b->n, sizeof(b->s) - b->n, fmt, ap);
+	va_end(ap);
+	if (r > 0)
+		b->n += (size_t)r;
+	if (b->n >= sizeof(b->s))
+		b->n = sizeof(b->s) - 1;
+}
+
+/* Quotes a peer-supplied ID for a message: printable ASCII only, at most 64 bytes shown. */
+static void mb_add_id(struct msgbuf *b, const char *id)
+{
+	char q[72];
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)id; *p && n < 64; p++)
+		q[n++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? (char)*p : '?';
+	q[n] = '\0';
+	mb_add(b, "\"%s\"%s", q, strlen(id) > 64 ? "..." : "");
+}
+
+static int mb_error(struct msgbuf *b, char **ret_error, int r)
+{
+	*ret_error = rdp_strdup(b->s);
+	return *ret_error ? r : -ENOMEM;
+}
+
+/* The unit index of a canonical decimal ID ("0".."units-1"), or -1. */
+static long unit_index(const char *id, unsigned int units)
+{
+	unsigned long v = 0;
+	size_t n = strlen(id);
+
+	if (n == 0 || n > 10 || (n > 1 && id[0] == '0'))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (id[i] < '0' || id[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(id[i] - '0');
+	}
+	return v < units ? (long)v : -1;
+}
+
+/* Checks the unit IDs of container request i; 0, -EINVAL/-E2BIG with *ret_error, -ENOMEM. */
+static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t n,
+		     char **ret_error)
+{
+	_cleanup_free_ unsigned char *seen = NULL;
+	struct msgbuf unknown = {.n = 0}, dup = {.n = 0}, b = {.n = 0};
+	size_t n_unknown = 0, n_dup = 0;
+
+	if (n == 0) {
+		mb_add(&b, "container request %zu names no device IDs", ci);
+		return mb_error(&b, ret_error, -EINVAL);
+	}
+	if (n > s->units) {
+		mb_add(&b, "container request %zu asks for %zu units, the resource has %u", ci, n,
+		       s->units);
+		return mb_error(&b, ret_error, n > RDP_DP_MAX_IDS_PER_REQUEST ? -E2BIG : -EINVAL);
+	}
+	seen = rdp_calloc(s->units / 8 + 1, 1);
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		long u = unit_index(ids[i], s->units);
+
+		if (u < 0) {
+			if (n_unknown < RDP_DP_ERROR_IDS_SHOWN) {
+				mb_add_id(&unknown, ids[i]);
+				mb_add(&unknown, ", ");
+			}
+			n_unknown++;
+		} else if (seen[u / 8] & (1u << (u % 8))) {
+			if (n_dup < RDP_DP_ERROR_IDS_SHOWN) {
+				mb_add_id(&dup, ids[i]);
+				mb_add(&dup, ", ");
+			}
+			n_dup++;
+		} else {
+			seen[u / 8] |= (unsigned char)(1u << (u % 8));
+		}
+	}
+	if (!n_unknown && !n_dup)
+		return 0;
+	mb_add(&b, "container request %zu:", ci);
+	if (n_unknown) {
+		unknown.s[unknown.n >= 2 ? unknown.n - 2 : 0] = '\0';
+		mb_add(&b, " unknown device IDs %s%s", unknown.s,
+		       n_unknown > RDP_DP_ERROR_IDS_SHOWN ? ", ..." : "");
+		if (s->units)
+			mb_add(&b, " (the resource has units \"0\"..\"%u\")", s->units - 1);
+		else
+			mb_add(&b, " (the resource has no units)");
+		if (n_dup)
+			mb_add(&b, ";");
+	}
+	if (n_dup) {
+		dup.s[dup.n >= 2 ? dup.n - 2 : 0] = '\0';
+		mb_add(&b, " duplicate device IDs %s%s", dup.s,
+		       n_dup > RDP_DP_ERROR_IDS_SHOWN ? ", ..." : "");
+	}
+	return mb_error(&b, ret_error, -EINVAL);
+}
+
+/* rdp_dp_allocate(), also counting container requests and unit IDs for the log. */
+static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
+		    size_t *ret_len, char **ret_error, size_t *ret_containers, size_t *ret_ids)
+{
+	V1beta1__AllocateRequest *r;
+	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
+	_cleanup_free_ V1beta1__ContainerAllocateResponse *cs = NULL;
+	_cleanup_free_ V1beta1__ContainerAllocateResponse **cptrs = NULL;
+	_cleanup_free_ V1beta1__DeviceSpec *specs = NULL;
+	_cleanup_free_ V1beta1__DeviceSpec **sptrs = NULL;
+	struct msgbuf b = {.n = 0};
+	int k = 0;
+
+	*ret_error = NULL;
+	r = v1beta1__allocate_request__unpack(rdp_protobuf_allocator(), len, req);
+	if (!r)
+		return -EBADMSG;
+	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
+		mb_add(&b, "%zu container requests, at most %d are accepted",
+		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
+		k = mb_error(&b, ret_error, -E2BIG);
+		goto out;
+	}
+	for (size_t i = 0; i < r->n_container_requests; i++) {
+		k = check_ids(s, i, r->container_requests[i]->devices_ids,
+			      r->container_requests[i]->n_devices_ids, ret_error);
+		if (k < 0)
+			goto out;
+		*ret_ids += r->container_requests[i]->n_devices_ids;
+	}
+	*ret_containers = r->n_container_requests;
+	cs = rdp_calloc(r->n_container_requests + 1, sizeof(*cs));
+	cptrs = rdp_calloc(r->n_container_requests + 1, sizeof(*cptrs));
+	specs = rdp_calloc(s->n_specs + 1, sizeof(*specs));
+	sptrs = rdp_calloc(s->n_specs + 1, sizeof(*sptrs));
+	if (!cs || !cptrs || !specs || !sptrs) {
+		k = -ENOMEM;
+		goto out;
+	}
+	/* Every container gets the same list: the messages share the DeviceSpec objects. */
+	for (size_t i = 0; i < s->n_specs; i++) {
+		v1beta1__device_spec__init(&specs[i]);
+		specs[i].container_path = s->specs[i];
+		specs[i].host_path = s->specs[i];
+		specs[i].permissions = (char *)"rwm";
+		sptrs[i] = &specs[i];
+	}
+	for (size_t i = 0; i < r->n_container_requests; i++) {
+		v1beta1__container_allocate_response__init(&cs[i]);
+		cs[i].n_devices = s->n_specs;
+		cs[i].devices = sptrs;
+		cptrs[i] = &cs[i];
+	}
+	resp.n_container_responses = r->n_container_requests;
+	resp.container_responses = cptrs;
+	k = pack_message(&resp.base, ret, ret_len);
+out:
+	v1beta1__allocate_request__free_unpacked(r, rdp_protobuf_allocator());
+	return k;
+}
+
+int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
+		    size_t *ret_len, char **ret_error)
+{
+	size_t n_containers = 0, n_ids = 0;
+
+	return allocate(s, req, len, ret, ret_len, ret_error, &n_containers, &n_ids);
+}
+
+struct pref_entry {
+	const char *id;
+	size_t pos; /* position in must ++ available */
+};
+
+static int pref_cmp(const void *a, const void *b)
+{
+	const struct pref_entry *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* One container's preferred IDs: pointers into req, stored in out (room for n_must+n_avail). */
+static int preferred_one(const V1beta1__ContainerPreferredAllocationRequest *c, size_t ci,
+			 char **out, size_t *n_out, char **ret_error)
+{
+	size_t n = c->n_must_include_deviceids + c->n_available_deviceids, k = 0;
+	_cleanup_free_ struct pref_entry *e = NULL;
+	_cleanup_free_ size_t *group_of = NULL;
+	_cleanup_free_ bool *taken = NULL;
+	struct msgbuf b = {.n = 0};
+	size_t want;
+
+	if (c->allocation_size < 0) {
+		mb_add(&b, "container request %zu: negative allocation_size %d", ci,
+		       c->allocation_size);
+		return mb_error(&b, ret_error, -EINVAL);
+	}
+	if (n > RDP_DP_MAX_IDS_PER_REQUEST) {
+		mb_add(&b, "container request %zu: %zu device IDs, at most %d are accepted", ci, n,
+		       RDP_DP_MAX_IDS_PER_REQUEST);
+		return mb_error(&b, ret_error, -E2BIG);
+	}
+	e = rdp_calloc(n + 1, sizeof(*e));
+	group_of = rdp_calloc(n + 1, sizeof(*group_of));
+	taken = rdp_calloc(n + 1, sizeof(*taken));
+	if (!e || !group_of || !taken)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const char *id = i < c->n_must_include_deviceids
+					 ? c->must_include_deviceids[i]
+					 : c->available_deviceids[i - c->n_must_include_deviceids];
+
+		if (strlen(id) > RDP_DP_MAX_ID_LEN) {
+			mb_add(&b, "container request %zu: device ID ", ci);
+			mb_add_id(&b, id);
+			mb_add(&b, " is longer than %d bytes", RDP_DP_MAX_ID_LEN);
+			return mb_error(&b, ret_error, -EINVAL);
+		}
+		e[i] = (struct pref_entry){.id = id, .pos = i};
+	}
+	/* Sort once to give equal IDs one group, then pick in request order: O(n log n). */
+	qsort(e, n, sizeof(*e), pref_cmp);
+	for (size_t i = 0, g = 0; i < n; i++) {
+		if (i > 0 && strcmp(e[i].id, e[i - 1].id) != 0)
+			g++;
+		group_of[e[i].pos] = g;
+	}
+	want = (size_t)c->allocation_size;
+	for (size_t pos = 0; pos < n; pos++) {
+		size_t g = group_of[pos];
+		bool must = pos < c->n_must_include_deviceids;
+		char *id = must ? c->must_include_deviceids[pos]
+				: c->available_deviceids[pos - c->n_must_include_deviceids];
+
+		if (taken[g] || (!must && k >= want))
+			continue;
+		taken[g] = true;
+		out[k++] = id;
+	}
+	*n_out = k;
+	return 0;
+}
+
+int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req, size_t len,
+				uint8_t **ret, size_t *ret_len, char **ret_error)
+{
+	V1beta1__PreferredAllocationRequest *r;
+	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
+	V1beta1__ContainerPreferredAllocationResponse *cs = NULL, **cptrs = NULL;
+	struct msgbuf b = {.n = 0};
+	size_t n_done = 0;
+	int k = 0;
+
+	(void)s;
+	*ret_error = NULL;
+	r = v1beta1__preferred_allocation_request__unpack(rdp_protobuf_allocator(), len, req);
+	if (!r)
+		return -EBADMSG;
+	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
+		mb_add(&b, "%zu container requests, at most %d are accepted",
+		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
+		k = mb_error(&b, ret_error, -E2BIG);
+		goto out;
+	}
+	cs = rdp_calloc(r->n_container_requests + 1, sizeof(*cs));
+	cptrs = rdp_calloc(r->n_container_requests + 1, sizeof(*cptrs));
+	if (!cs || !cptrs) {
+		k = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < r->n_container_requests; i++, n_done++) {
+		const V1beta1__ContainerPreferredAllocationRequest *c = r->container_requests[i];
+
+		v1beta1__container_preferred_allocation_response__init(&cs[i]);
+		cptrs[i] = &cs[i];
+		cs[i].deviceids = rdp_calloc(
+			c->n_must_include_deviceids + c->n_available_deviceids + 1, sizeof(char *));
+		if (!cs[i].deviceids) {
+			k = -ENOMEM;
+			goto out;
+		}
+		k = preferred_one(c, i, cs[i].deviceids, &cs[i].n_deviceids, ret_error);
+		if (k < 0) {
+			n_done++;
+			goto out;
+		}
+	}
+	resp.n_container_responses = r->n_container_requests;
+	resp.container_responses = cptrs;
+	k = pack_message(&resp.base, ret, ret_len);
+out:
+	for (size_t i = 0; cs && i < n_done; i++)
+		rdp_free(cs[i].deviceids);
+	rdp_free(cs);
+	rdp_free(cptrs);
+	v1beta1__preferred_allocation_request__free_unpacked(r, rdp_protobuf_allocator());
+	return k;
+}
+
+/* The service object. */
+
+struct rdp_dp_service {
+	struct rdp_dp_state state;
+	uint8_t *snap; /* packed snapshot of state, sent to every stream */
+	size_t snap_len;
+	struct rdp_grpc_call **streams;
+	size_t n_streams, cap_streams;
+	rdp_dp_call_cb cb;
+	void *userdata;
+};
+
+/* A 0-byte message still needs a non-NULL pointer for some callers. */
+static const uint8_t empty_msg[1];
+
+int rdp_dp_service_new(rdp_dp_call_cb cb, void *userdata, struct rdp_dp_service **ret)
+{
+	struct rdp_dp_service *s = rdp_calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->state.numa_node = -1;
+	s->cb = cb;
+	s->userdata = userdata;
+	*ret = s;
+	return 0;
+}
+
+static void remove_stream(struct rdp_dp_service *s, struct rdp_grpc_call *call)
+{
+	for (size_t i = 0; i < s->n_streams; i++) {
+		if (s->streams[i] == call) {
+			memmove(&s->streams[i], &s->streams[i + 1],
+				(s->n_streams - i - 1) * sizeof(*s->streams));
+			s->n_streams--;
+			return;
+		}
+	}
+}
+
+struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
+{
+	if (!s)
+		return NULL;
+	while (s->n_streams > 0) {
+		struct rdp_grpc_call *c = s->streams[--s->n_streams];
+
+		rdp_grpc_call_set_close_cb(c, NULL, NULL);
+		rdp_grpc_call_fail(c, RDP_GRPC_UNAVAILABLE, "device plugin is shutting down");
+	}
+	rdp_free(s->streams);
+	rdp_free(s->snap);
+	rdp_dp_state_done(&s->state);
+	rdp_free(s);
+	return NULL;
+}
+
+const struct rdp_dp_state *rdp_dp_service_state(const struct rdp_dp_service *s)
+{
+	return &s->state;
+}
+
+size_t rdp_dp_service_streams(const struct rdp_dp_service *s)
+{
+	return s->n_streams;
+}
+
+static const uint8_t *snap_bytes(const struct rdp_dp_service *s)
+{
+	return s->snap ? s->snap : empty_msg;
+}
+
+int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st)
+{
+	int changed = 0;
+
+	if (!rdp_dp_state_same_specs(&s->state, st))
+		changed |= RDP_DP_CHANGED_SPECS;
+	if (!rdp_dp_state_same_snapshot(&s->state, st) || (!s->snap && st->units > 0)) {
+		uint8_t *snap;
+		size_t len;
+		int r = rdp_dp_snapshot_pack(st, &snap, &len);
+
+		if (r < 0)
+			return r;
+		rdp_free(s->snap);
+		s->snap = snap;
+		s->snap_len = len;
+		changed |= RDP_DP_CHANGED_SNAPSHOT;
+	}
+	rdp_dp_state_done(&s->state);
+	s->state = *st;
+	memset(st, 0, sizeof(*st));
+	st->numa_node = -1;
+	if (changed & RDP_DP_CHANGED_SNAPSHOT) {
+		/*
+		 * Backwards, so that a stream removed by its close callback during a send does
+		 * not make us skip another; at worst one gets the same snapshot twice.
+		 */
+		for (size_t i = s->n_streams; i > 0; i--) {
+			if (i > s->n_streams)
+				continue;
+			(void)rdp_grpc_call_send(s->streams[i - 1], snap_bytes(s), s->snap_len);
+		}
+	}
+	return changed;
+}
+
+bool rdp_dp_service_handles(const char *path)
+{
+	for (size_t i = 0; i < RDP_DP_N_METHODS; i++)
+		if (strcmp(path, rdp_dp_method_paths[i]) == 0)
+			return true;
+	return false;
+}
+
+static void on_stream_close(struct rdp_grpc_call *call, void *userdata)
+{
+	struct rdp_dp_service *s = userdata;
+	struct rdp_dp_call_info info = {
+		.method = "ListAndWatch",
+		.call_id = rdp_grpc_call_id(call),
+		.code = RDP_GRPC_CANCELLED,
+		.stream_closed = true,
+	};
+
+	remove_stream(s, call);
+	info.n_streams = s->n_streams;
+	if (s->cb)
+		s->cb(&info, s->userdata);
+}
+
+static int list_and_watch(struct rdp_dp_service *s, struct rdp_grpc_call *call,
+			  struct rdp_dp_call_info *info)
+{
+	int r;
+
+	if (s->n_streams == s->cap_streams) {
+		size_t cap = s->cap_streams ? s->cap_streams * 2 : 4;
+		struct rdp_grpc_call **v = rdp_reallocarray(s->streams, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->streams = v;
+		s->cap_streams = cap;
+	}
+	/* The first snapshot goes out at once: kubelet shows 0 until it arrives. */
+	r = rdp_grpc_call_send(call, snap_bytes(s), s->snap_len);
+	if (r < 0)
+		return r;
+	s->streams[s->n_streams++] = call;
+	rdp_grpc_call_set_close_cb(call, on_stream_close, s);
+	info->stream_opened = true;
+	return 0;
+}
+
+static enum rdp_grpc_code errno_code(int r)
+{
+	switch (r) {
+	case -EBADMSG:
+	case -EINVAL:
+	case -E2BIG:
+		return RDP_GRPC_INVALID_ARGUMENT;
+	case -ENOMEM:
+		return RDP_GRPC_RESOURCE_EXHAUSTED;
+	default:
+		return RDP_GRPC_INTERNAL;
+	}
+}
+
+void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *call,
+			     const uint8_t *req, size_t len)
+{
+	const char *path = rdp_grpc_call_path(call);
+	const char *slash = strrchr(path, '/');
+	struct rdp_dp_call_info info = {
+		.method = slash ? slash + 1 : path,
+		.call_id = rdp_grpc_call_id(call),
+		.code = RDP_GRPC_OK,
+	};
+	_cleanup_free_ uint8_t *out = NULL;
+	_cleanup_free_ char *error = NULL;
+	char fallback[128];
+	size_t out_len = 0;
+	int r = 0;
+
+	if (strcmp(path, rdp_dp_method_paths[M_OPTIONS]) == 0) {
+		r = rdp_dp_options_pack(&out, &out_len);
+	} else if (strcmp(path, rdp_dp_method_paths[M_LIST_AND_WATCH]) == 0) {
+		r = list_and_watch(s, call, &info);
+		if (r >= 0) {
+			info.n_streams = s->n_streams;
+			if (s->cb)
+				s->cb(&info, s->userdata);
+			return;
+		}
+	} else if (strcmp(path, rdp_dp_method_paths[M_ALLOCATE]) == 0) {
+		r = allocate(&s->state, req, len, &out, &out_len, &error, &info.n_containers,
+			     &info.n_ids);
+		info.n_specs = s->state.n_specs;
+	} else if (strcmp(path, rdp_dp_method_paths[M_PREFERRED]) == 0) {
+		r = rdp_dp_preferred_allocation(&s->state, req, len, &out, &out_len, &error);
+	} else if (strcmp(path, rdp_dp_method_paths[M_PRE_START]) == 0) {
+		V1beta1__PreStartContainerRequest *p = v1beta1__pre_start_container_request__unpack(
+			rdp_protobuf_allocator(), len, req);
+
+		if (p)
+			v1beta1__pre_start_container_request__free_unpacked(
+				p, rdp_protobuf_allocator());
+		else
+			r = -EBADMSG;
+	} else {
+		info.code = RDP_GRPC_UNIMPLEMENTED;
+		snprintf(fallback, sizeof(fallback), "unknown method");
+		rdp_grpc_call_fail(call, info.code, fallback);
+		info.message = fallback;
+		goto done;
+	}
+	if (r < 0) {
+		info.code = errno_code(r);
+		if (!error) {
+			snprintf(fallback, sizeof(fallback), "cannot answer %s: %s", info.method,
+				 r == -EBADMSG ? "the request does not parse" : strerror(-r));
+		}
+		info.message = error ? error : fallback;
+		rdp_grpc_call_fail(call, info.code, info.message);
+	} else {
+		r = rdp_grpc_call_reply(call, out ? out : empty_msg, out_len);
+		if (r < 0) {
+			info.code = RDP_GRPC_INTERNAL;
+			info.message = "cannot send the reply";
+		}
+	}
+done:
+	info.n_streams = s->n_streams;
+	if (s->cb)
+		s->cb(&info, s->userdata);
+}

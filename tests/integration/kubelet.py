@@ -1,0 +1,577 @@
+# SPDX-License-Identifier: MIT
+"""A fake kubelet (device manager + plugin watcher) in Python grpcio, and a runner for
+`rdma-dp serve`, for the integration tests and the demo.
+
+Run with Debian's /usr/bin/python3 (python3-grpcio, python3-protobuf).
+
+kubelet-sock mode, as kubelet's device manager does it:
+  - serves /v1beta1.Registration/Register on <root>/device-plugins/kubelet.sock;
+  - on Register: checks version and resource name, dials the plugin's endpoint
+    (<root>/device-plugins/<endpoint>, :authority localhost), calls GetDevicePluginOptions, then
+    opens ListAndWatch (before answering Register, as kubelet's goroutine may) and keeps the
+    stream, recording every snapshot;
+  - restart(): stop, unlink every socket in device-plugins (keeping kubelet_internal_checkpoint
+    and non-sockets), start again.
+plugin-watcher mode, as kubelet's plugin manager does it:
+  - polls <root>/plugins_registry for sockets not starting with '.'; for a new one: dial,
+    GetInfo (1 s deadline), validate, connect the device plugin (endpoint or the socket itself),
+    GetDevicePluginOptions, ListAndWatch, then NotifyRegistrationStatus (5 s deadline).
+"""
+import os
+import pathlib
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+import grpc
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+_protos = None
+
+
+def protos():
+    """(deviceplugin_pb2, pluginregistration_pb2), generated once per process with protoc."""
+    global _protos
+    if _protos is None:
+        out = tempfile.mkdtemp(dir="/tmp", prefix="rdpproto")
+        src = REPO / "src" / "proto"
+        subprocess.run(["protoc", "--python_out=" + out, "-I", str(src),
+                        str(src / "deviceplugin.proto"), str(src / "pluginregistration.proto")],
+                       check=True)
+        sys.path.insert(0, out)
+        import deviceplugin_pb2  # noqa: E402
+        import pluginregistration_pb2  # noqa: E402
+        _protos = (deviceplugin_pb2, pluginregistration_pb2)
+    return _protos
+
+
+DP = "/v1beta1.DevicePlugin/"
+REG = "/pluginregistration.Registration/"
+
+
+def stub(channel, method, req_cls, resp_cls, stream=False):
+    mk = channel.unary_stream if stream else channel.unary_unary
+    return mk(method, request_serializer=req_cls.SerializeToString,
+              response_deserializer=resp_cls.FromString)
+
+
+def dial(path, authority="localhost", timeout=10, options=()):
+    """A channel to a unix socket, ready (like kubelet's blocking dial), or an exception."""
+    opts = list(options)
+    if authority is not None:
+        opts.append(("grpc.default_authority", authority))
+    ch = grpc.insecure_channel("unix:" + str(path), options=opts)
+    grpc.channel_ready_future(ch).result(timeout=timeout)
+    return ch
+
+
+class DevicePluginClient:
+    """The plugin's v1beta1.DevicePlugin, as kubelet's endpoint uses it."""
+
+    def __init__(self, path, authority="localhost", timeout=10):
+        pb, _ = protos()
+        self.pb = pb
+        self.path = str(path)
+        self.channel = dial(path, authority, timeout)
+        c = self.channel
+        self._options = stub(c, DP + "GetDevicePluginOptions", pb.Empty, pb.DevicePluginOptions)
+        self._law = stub(c, DP + "ListAndWatch", pb.Empty, pb.ListAndWatchResponse, stream=True)
+        self._alloc = stub(c, DP + "Allocate", pb.AllocateRequest, pb.AllocateResponse)
+        self._pref = stub(c, DP + "GetPreferredAllocation", pb.PreferredAllocationRequest,
+                          pb.PreferredAllocationResponse)
+        self._prestart = stub(c, DP + "PreStartContainer", pb.PreStartContainerRequest,
+                              pb.PreStartContainerResponse)
+        self.snapshots = []      # every ListAndWatchResponse received, in order
+        self.stream_error = None  # set when the stream ended
+        self.cond = threading.Condition()
+        self._stream = None
+        self._thread = None
+
+    def options(self, timeout=30):
+        return self._options(self.pb.Empty(), timeout=timeout)
+
+    def allocate(self, *containers, timeout=30):
+        req = self.pb.AllocateRequest(container_requests=[
+            self.pb.ContainerAllocateRequest(devices_ids=list(ids)) for ids in containers])
+        return self._alloc(req, timeout=timeout)
+
+    def preferred(self, available, must, size, timeout=30):
+        req = self.pb.PreferredAllocationRequest(container_requests=[
+            self.pb.ContainerPreferredAllocationRequest(
+                available_deviceIDs=list(available), must_include_deviceIDs=list(must),
+                allocation_size=size)])
+        return self._pref(req, timeout=timeout)
+
+    def prestart(self, ids, timeout=30):
+        return self._prestart(self.pb.PreStartContainerRequest(devices_ids=list(ids)),
+                              timeout=timeout)
+
+    def watch(self, notify=None):
+        """Opens ListAndWatch (no deadline, never cancelled, as kubelet) and records snapshots
+        in a thread; notify() is called after each one."""
+        self._stream = self._law(self.pb.Empty())
+
+        def run():
+            try:
+                for m in self._stream:
+                    with self.cond:
+                        self.snapshots.append(m)
+                        self.cond.notify_all()
+                    if notify:
+                        notify()
+                err = "stream ended"
+            except grpc.RpcError as e:
+                err = "%s: %s" % (e.code(), e.details())
+            except Exception as e:  # noqa: BLE001 - recorded for the test to see
+                err = repr(e)
+            with self.cond:
+                self.stream_error = err
+                self.cond.notify_all()
+            if notify:
+                notify()
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def latest(self):
+        with self.cond:
+            return self.snapshots[-1] if self.snapshots else None
+
+    def wait_snapshot(self, pred, timeout=60):
+        """Waits for a snapshot satisfying pred (the latest one is checked); returns it."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                if self.snapshots and pred(self.snapshots[-1]):
+                    return self.snapshots[-1]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no matching snapshot on %s; last: %r, stream: %r" % (
+                        self.path, summary(self.snapshots[-1]) if self.snapshots else None,
+                        self.stream_error))
+                self.cond.wait(min(left, 0.5))
+
+    def close(self):
+        if self._stream is not None:
+            self._stream.cancel()
+        self.channel.close()
+
+
+def summary(snap):
+    """(units, healthy units, sorted set of NUMA node lists) of a ListAndWatchResponse."""
+    if snap is None:
+        return None
+    healthy = sum(1 for d in snap.devices if d.health == "Healthy")
+    topo = sorted({tuple(n.ID for n in d.topology.nodes) if d.HasField("topology") else None
+                   for d in snap.devices}, key=repr)
+    return (len(snap.devices), healthy, topo)
+
+
+class Registration:
+    """One accepted registration: the request and the device-plugin connection kubelet keeps."""
+
+    def __init__(self, resource, endpoint, client, options, mode, info=None):
+        self.resource = resource
+        self.endpoint = endpoint
+        self.client = client
+        self.options = options
+        self.mode = mode
+        self.info = info
+        self.time = time.monotonic()
+
+
+class FakeKubelet:
+    def __init__(self, root, mode="kubelet-sock", checkpoint=True, dial_timeout=10):
+        pb, rpb = protos()
+        self.pb, self.rpb = pb, rpb
+        self.root = pathlib.Path(root)
+        self.mode = mode
+        self.plugin_dir = self.root / "device-plugins"
+        self.registry_dir = self.root / "plugins_registry"
+        self.kubelet_sock = self.plugin_dir / "kubelet.sock"
+        self.checkpoint = self.plugin_dir / "kubelet_internal_checkpoint"
+        self.plugin_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+        self.registry_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+        if checkpoint and not self.checkpoint.exists():
+            self.checkpoint.write_text('{"Data":{"PodDeviceEntries":null},"Checksum":1}\n')
+        self.dial_timeout = dial_timeout
+        self.cond = threading.Condition()
+        self.requests = []       # every RegisterRequest received (kubelet-sock mode)
+        self.registrations = []  # every accepted Registration, in order
+        self.current = {}        # resource name -> latest Registration
+        self.errors = []         # registrations kubelet refused (text)
+        self.notified = []       # (socket, registered, error) sent in watcher mode
+        self.generation = 0      # bumped by every (re)start
+        self.refuse = 0          # refuse this many Register calls (UNKNOWN), as a sick kubelet
+        self._server = None
+        self._live = False       # between start() and stop()
+        self._watcher = None
+        self._stop_watcher = threading.Event()
+        self._seen = {}          # watcher: socket path -> (inode, mtime)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self):
+        with self.cond:
+            self.generation += 1
+            self._live = True
+        if self.mode == "kubelet-sock":
+            self._start_server()
+        else:
+            self._stop_watcher.clear()
+            self._watcher = threading.Thread(target=self._watch_registry, daemon=True)
+            self._watcher.start()
+        return self
+
+    def _start_server(self):
+        pb = self.pb
+        handler = grpc.method_handlers_generic_handler("v1beta1.Registration", {
+            "Register": grpc.unary_unary_rpc_method_handler(
+                self._register, request_deserializer=pb.RegisterRequest.FromString,
+                response_serializer=pb.Empty.SerializeToString)})
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        server.add_generic_rpc_handlers((handler,))
+        if os.path.lexists(self.kubelet_sock):
+            os.unlink(self.kubelet_sock)
+        server.add_insecure_port("unix:" + str(self.kubelet_sock))
+        server.start()
+        self._server = server
+
+    def stop(self):
+        """kubelet goes away: its server stops, every plugin connection is closed."""
+        with self.cond:
+            self._live = False
+        if self._server is not None:
+            self._server.stop(None).wait(10)
+            self._server = None
+        if self._watcher is not None:
+            self._stop_watcher.set()
+            self._watcher.join(10)
+            self._watcher = None
+        with self.cond:
+            regs = list(self.current.values())
+            self.current = {}
+            self._seen = {}
+        for r in regs:
+            r.client.close()
+
+    def restart(self):
+        """As a real kubelet restart: stop, wipe the sockets of device-plugins, start."""
+        self.stop()
+        self.cleanup_plugin_dir()
+        self.start()
+
+    def cleanup_plugin_dir(self):
+        """kubelet's CleanupPluginDirectory: unlink every socket, keep everything else."""
+        for e in os.listdir(self.plugin_dir):
+            p = self.plugin_dir / e
+            try:
+                if stat.S_ISSOCK(os.lstat(p).st_mode):
+                    os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+    # -- kubelet-sock mode ---------------------------------------------------------------------
+    def _register(self, req, context):
+        with self.cond:
+            gen = self.generation
+            self.requests.append(req)
+            self.cond.notify_all()
+            refuse = self.refuse > 0
+            if refuse:
+                self.refuse -= 1
+        if refuse:
+            return self._refuse(context, "fake kubelet refuses this registration")
+        if req.version != "v1beta1":
+            return self._refuse(context, 'requested API version "%s" is not supported by '
+                                'kubelet' % req.version)
+        name = req.resource_name
+        if name.count("/") != 1 or name.startswith("kubernetes.io/") or not all(name.split("/")):
+            return self._refuse(context, 'the ResourceName "%s" is invalid' % name)
+        path = self.plugin_dir / req.endpoint
+        try:
+            reg = self._connect(name, path, "kubelet-sock")
+        except Exception as e:  # noqa: BLE001 - kubelet answers any failure with the text
+            with self.cond:
+                stale = gen != self.generation or not self._live
+            if stale:  # this kubelet is gone: its calls fail, nothing to record
+                context.abort(grpc.StatusCode.UNAVAILABLE, "kubelet is shutting down")
+            return self._refuse(context, "failed to dial device plugin: %r" % (e,))
+        if not self._accept(reg, gen):
+            context.abort(grpc.StatusCode.UNAVAILABLE, "kubelet is shutting down")
+        return self.pb.Empty()
+
+    def _refuse(self, context, msg):
+        with self.cond:
+            self.errors.append(msg)
+            self.cond.notify_all()
+        context.abort(grpc.StatusCode.UNKNOWN, msg)
+
+    def _connect(self, name, path, mode, info=None):
+        client = DevicePluginClient(path, timeout=self.dial_timeout)
+        try:
+            opts = client.options(timeout=self.dial_timeout)
+            reg = Registration(name, str(path), client, opts, mode, info)
+            client.watch(notify=self._notify)
+        except Exception:
+            client.close()
+            raise
+        return reg
+
+    def _accept(self, reg, gen=None):
+        """Records reg as the resource's endpoint; a registration that completes after its
+        kubelet was stopped is dropped (False), as the dead kubelet's state is."""
+        with self.cond:
+            if gen is not None and (gen != self.generation or not self._live):
+                stale = True
+            else:
+                stale = False
+        if stale:
+            reg.client.close()
+            return False
+        with self.cond:
+            old = self.current.get(reg.resource)
+            self.current[reg.resource] = reg
+            self.registrations.append(reg)
+            self.cond.notify_all()
+        if old is not None:
+            old.client.close()
+        return True
+
+    def _notify(self):
+        with self.cond:
+            self.cond.notify_all()
+
+    # -- plugin-watcher mode -------------------------------------------------------------------
+    def _watch_registry(self):
+        while not self._stop_watcher.is_set():
+            try:
+                entries = sorted(os.listdir(self.registry_dir))
+            except FileNotFoundError:
+                entries = []
+            present = set()
+            for e in entries:
+                p = self.registry_dir / e
+                if e.startswith("."):
+                    continue
+                try:
+                    st = os.lstat(p)
+                except FileNotFoundError:
+                    continue
+                if not stat.S_ISSOCK(st.st_mode):
+                    continue
+                present.add(str(p))
+                key = (st.st_ino, st.st_mtime_ns)
+                if self._seen.get(str(p)) == key:
+                    continue
+                self._seen[str(p)] = key
+                self._register_watcher(p)
+            with self.cond:
+                for p in list(self._seen):
+                    if p not in present:
+                        del self._seen[p]
+                        for name, reg in list(self.current.items()):
+                            if reg.info is not None and reg.info[0] == p:
+                                del self.current[name]
+                                reg.client.close()
+                self.cond.notify_all()
+            self._stop_watcher.wait(0.2)
+
+    def _register_watcher(self, path):
+        rpb = self.rpb
+        try:
+            # No :authority override, like operation_generator.go (grpcio's default).
+            ch = dial(path, authority=None, timeout=self.dial_timeout)
+        except Exception as e:  # noqa: BLE001
+            with self.cond:
+                self.errors.append("dial %s: %r" % (path, e))
+            return
+        try:
+            info = stub(ch, REG + "GetInfo", rpb.InfoRequest, rpb.PluginInfo)(
+                rpb.InfoRequest(), timeout=1)
+            notify = stub(ch, REG + "NotifyRegistrationStatus", rpb.RegistrationStatus,
+                          rpb.RegistrationStatusResponse)
+            err = None
+            if info.type != "DevicePlugin":
+                err = "no handler registered for plugin type: %s" % info.type
+            elif "v1beta1" not in info.supported_versions:
+                err = "none of the versions %s is supported" % list(info.supported_versions)
+            elif info.name.count("/") != 1:
+                err = 'the ResourceName "%s" is invalid' % info.name
+            reg = None
+            if err is None:
+                endpoint = info.endpoint or str(path)
+                try:
+                    reg = self._connect(info.name, endpoint, "plugins-registry",
+                                        info=(str(path), info))
+                except Exception as e:  # noqa: BLE001
+                    err = "RegisterPlugin error -- failed to connect: %r" % (e,)
+            notify(rpb.RegistrationStatus(plugin_registered=err is None, error=err or ""),
+                   timeout=5)
+            with self.cond:
+                self.notified.append((str(path), err is None, err))
+                if err:
+                    self.errors.append(err)
+            if reg is not None:
+                self._accept(reg)
+        except Exception as e:  # noqa: BLE001 - the next change of the socket retries
+            with self.cond:
+                self.errors.append("register %s: %r" % (path, e))
+                self.cond.notify_all()
+        finally:
+            ch.close()
+
+    # -- what tests ask --------------------------------------------------------------------------
+    def wait(self, pred, timeout=60, what="condition"):
+        """Waits until pred() (called under the lock) is true; returns its value."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                v = pred()
+                if v:
+                    return v
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("kubelet: timed out waiting for %s; current=%r "
+                                       "errors=%r" % (what, self.describe(), self.errors[-5:]))
+                self.cond.wait(min(left, 0.5))
+
+    def describe(self):
+        return {n: summary(r.client.latest()) for n, r in self.current.items()}
+
+    def wait_registered(self, resource, units=None, healthy=None, after=0, timeout=60):
+        """Waits for a registration of resource (the n-th or later, n = after + 1), current,
+        whose stream is open and carries a snapshot of `units` units (`healthy` of them
+        healthy); returns it."""
+
+        def ok():
+            regs = [r for r in self.registrations[after:] if r.resource == resource]
+            cur = self.current.get(resource)
+            if not regs or cur is None or cur is not regs[-1]:
+                return None
+            s = cur.client.latest()
+            if s is None or cur.client.stream_error is not None:
+                return None
+            n, h, _ = summary(s)
+            if units is not None and n != units:
+                return None
+            if healthy is not None and h != healthy:
+                return None
+            return cur
+
+        return self.wait(ok, timeout, "registration of %s (%s units)" % (resource, units))
+
+    def capacity(self):
+        """{resource: (capacity, allocatable)} from the latest snapshots, as kubelet counts."""
+        with self.cond:
+            out = {}
+            for n, r in sorted(self.current.items()):
+                s = r.client.latest()
+                if s is None:
+                    continue
+                total, healthy, _ = summary(s)
+                out[n] = (total, healthy)
+            return out
+
+
+# ------------------------------------------------------------------------------------------------
+class Daemon:
+    """`rdma-dp serve` as a child process, its stderr log collected line by line."""
+
+    def __init__(self, binary, *, config, sysfs, dev, kubelet_root, registration=None,
+                 verbose=False, extra=()):
+        args = [str(binary), "serve", "--config-file", str(config), "--sysfs-root", str(sysfs),
+                "--dev-root", str(dev), "--kubelet-root-dir", str(kubelet_root)]
+        if registration:
+            args += ["--registration", registration]
+        if verbose:
+            args.append("-v")
+        args += list(extra)
+        self.args = args
+        self.lines = []
+        self.cond = threading.Condition()
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, errors="replace")
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def log(self):
+        with self.cond:
+            return "\n".join(self.lines)
+
+    def count(self, *needles):
+        with self.cond:
+            return sum(1 for ln in self.lines if all(n in ln for n in needles))
+
+    def wait_log(self, *needles, timeout=60, start=0):
+        """Waits for a log line (index >= start) containing every needle; returns it."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for ln in self.lines[start:]:
+                    if all(n in ln for n in needles):
+                        return ln
+                if self.proc.poll() is not None and self._t.is_alive() is False:
+                    raise AssertionError("rdma-dp exited (%s) before logging %r:\n%s" % (
+                        self.proc.returncode, needles, "\n".join(self.lines[-40:])))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no log line with %r:\n%s" % (
+                        needles, "\n".join(self.lines[-40:])))
+                self.cond.wait(min(left, 0.5))
+
+    def mark(self):
+        """Index of the next log line, for wait_log(start=...)."""
+        with self.cond:
+            return len(self.lines)
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=60):
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise
+        self._t.join(10)
+        return rc
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def raw_connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(path))
+    return s
+
+
+def sanitized():
+    return os.environ.get("RDP_SANITIZED", "").lower() in ("1", "on", "true", "yes")

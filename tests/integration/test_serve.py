@@ -1,0 +1,461 @@
+# SPDX-License-Identifier: MIT
+"""rdma-dp serve against a fake kubelet (grpcio) over real unix sockets: registration in both
+modes, ListAndWatch snapshots, Allocate and the other calls, hostile peers, the command line."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import stat
+import struct
+import sys
+import tempfile
+import time
+
+import grpc
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kubelet as K  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CONFIGS = REPO / "tests" / "fixtures" / "configs"
+SEED_RES = "rdma/hca_shared_devices_a"
+SEED_SOCK = "hca_shared_devices_a.sock"
+
+
+class Env:
+    """A short temp kubelet root (unix socket paths stay far below 107 bytes), a fake kubelet,
+    and daemons started on fixture nodes; everything is torn down at the end."""
+
+    def __init__(self, binary, fixtures):
+        self.binary = binary
+        self.fixtures = fixtures
+        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdp"))
+        self.root = self.dir / "k"
+        self.root.mkdir()
+        self.kubelet = None
+        self.daemons = []
+
+    def start_kubelet(self, mode="kubelet-sock"):
+        self.kubelet = K.FakeKubelet(self.root, mode=mode).start()
+        return self.kubelet
+
+    def config(self, obj, name="config.json"):
+        p = self.dir / name
+        p.write_text(json.dumps(obj, indent=2) + "\n" if not isinstance(obj, str) else obj)
+        return p
+
+    def node(self, name):
+        return self.fixtures / name
+
+    def daemon(self, config, node="seed000", registration=None, verbose=True, sysfs=None,
+               dev=None):
+        n = self.node(node)
+        d = K.Daemon(self.binary, config=config, sysfs=sysfs or n / "sys", dev=dev or n / "dev",
+                     kubelet_root=self.root, registration=registration, verbose=verbose)
+        self.daemons.append(d)
+        return d
+
+    def close(self):
+        for d in self.daemons:
+            if d.proc.poll() is None:
+                try:
+                    d.stop(60)
+                except Exception:  # noqa: BLE001
+                    d.kill()
+        if self.kubelet is not None:
+            self.kubelet.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def env(rdma_dp, fixtures_dir):
+    e = Env(rdma_dp, fixtures_dir)
+    yield e
+    e.close()
+
+
+def char_devices(node_dir, ibdevs):
+    """The char devices of ibdevs as sysfs describes them (uverbs, umad, issm), independently
+    of rdma-dp's discovery: /dev/infiniband/<name> for each class device whose ibdev matches
+    and whose node exists under dev/."""
+    out = set()
+    for cls in ("infiniband_verbs", "infiniband_mad"):
+        d = node_dir / "sys" / "class" / cls
+        for e in sorted(os.listdir(d)):
+            f = d / e / "ibdev"
+            if f.exists() and f.read_text().strip() in ibdevs and \
+                    (node_dir / "dev" / "infiniband" / e).exists():
+                out.add("/dev/infiniband/" + e)
+    return out
+
+
+def specs(resp, i=0):
+    return [(d.host_path, d.container_path, d.permissions)
+            for d in resp.container_responses[i].devices]
+
+
+def ids(snap):
+    return [d.ID for d in snap.devices]
+
+
+# ---------------------------------------------------------------------------------------------
+def test_register_seed000(env):
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "seed000.json")
+    reg = kl.wait_registered(SEED_RES, units=200, healthy=200)
+    req = [r for r in kl.requests if r.resource_name == SEED_RES][0]
+    assert req.version == "v1beta1"
+    assert req.endpoint == SEED_SOCK
+    assert not req.options.pre_start_required
+    assert not req.options.get_preferred_allocation_available
+    assert reg.endpoint == str(kl.plugin_dir / SEED_SOCK)
+    assert stat.S_ISSOCK(os.lstat(kl.plugin_dir / SEED_SOCK).st_mode)
+    # What kubelet got from GetDevicePluginOptions inside Register.
+    assert not reg.options.pre_start_required
+    assert not reg.options.get_preferred_allocation_available
+
+    snap = reg.client.latest()
+    assert ids(snap) == [str(i) for i in range(200)]
+    assert all(dv.health == "Healthy" for dv in snap.devices)
+    # mlx5_0 is on NUMA node 1: every unit carries it.
+    assert all([n.ID for n in dv.topology.nodes] == [1] for dv in snap.devices)
+    assert kl.capacity() == {SEED_RES: (200, 200)}
+    line = d.wait_log("event=registered", "resource=" + SEED_RES)
+    assert "units=200" in line and "healthy=200" in line and "level=info" in line
+    assert re.match(r"^time=\S+ level=info event=registered ", line)
+
+
+def test_allocate_seed000(env):
+    kl = env.start_kubelet()
+    env.daemon(CONFIGS / "seed000.json")
+    c = kl.wait_registered(SEED_RES, units=200).client
+    want = [(p, p, "rwm") for p in ["/dev/infiniband/issm0", "/dev/infiniband/rdma_cm",
+                                    "/dev/infiniband/umad0", "/dev/infiniband/uverbs0"]]
+    # Cross-check against sysfs + /dev of the node, not rdma-dp's own discovery.
+    assert sorted(p for p, _, _ in want) == sorted(
+        char_devices(env.node("seed000"), {"mlx5_0"}) | {"/dev/infiniband/rdma_cm"})
+
+    r = c.allocate(["0"])
+    assert len(r.container_responses) == 1
+    assert specs(r) == want
+    cr = r.container_responses[0]
+    assert not cr.mounts and not cr.envs and not cr.annotations and not cr.cdi_devices
+
+    # Several units, several containers: one response each, the same devices.
+    r = c.allocate(["3", "199", "7"], ["1"])
+    assert len(r.container_responses) == 2
+    assert specs(r, 0) == want and specs(r, 1) == want
+
+    # Unknown IDs are named.
+    with pytest.raises(grpc.RpcError) as ei:
+        c.allocate(["0", "200", "abc", "-1"])
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    for bad in ('"200"', '"abc"', '"-1"'):
+        assert bad in ei.value.details()
+    # More units than exist.
+    with pytest.raises(grpc.RpcError) as ei:
+        c.allocate([str(i) for i in range(200)] + ["0"])
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "201" in ei.value.details()
+    # A failed call leaves the service working.
+    assert specs(c.allocate(["5"])) == want
+
+    # PreStartContainer: empty. GetPreferredAllocation: must-include topped up.
+    assert c.prestart(["0"]).ByteSize() == 0
+    p = c.preferred([str(i) for i in range(10)], ["7", "3"], 4)
+    assert list(p.container_responses[0].deviceIDs) == ["7", "3", "0", "1"]
+    o = c.options()
+    assert not o.pre_start_required and not o.get_preferred_allocation_available
+
+
+def test_seed001(env):
+    """seed001: the config selects mlx5_0 (ibs108, NUMA 0) only, not the RoCE mlx5_1."""
+    kl = env.start_kubelet()
+    env.daemon(CONFIGS / "seed001.json", node="seed001")
+    reg = kl.wait_registered(SEED_RES, units=200, healthy=200)
+    snap = reg.client.latest()
+    assert all([n.ID for n in dv.topology.nodes] == [0] for dv in snap.devices)
+    want = sorted(char_devices(env.node("seed001"), {"mlx5_0"}) | {"/dev/infiniband/rdma_cm"})
+    assert "/dev/infiniband/uverbs0" in want
+    assert [p for p, _, _ in specs(reg.client.allocate(["0"]))] == want
+
+
+def test_dgx_h100(env):
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "dgx.json", node="dgx-h100")
+    node = env.node("dgx-h100")
+    compute0 = {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5"}
+    compute1 = {"mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"}
+    storage = {"mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"}
+    cases = {
+        "rdma/compute_ib": (compute0 | compute1, None),
+        "rdma/storage_roce": (storage, None),
+        "rdma/compute_ib_numa0": (compute0, [0]),
+        "rdma/compute_ib_numa1": (compute1, [1]),
+    }
+    for res, (devs, numa) in cases.items():
+        reg = kl.wait_registered(res, units=63, healthy=63)
+        snap = reg.client.latest()
+        assert ids(snap) == [str(i) for i in range(63)]
+        for dv in snap.devices:
+            if numa is None:
+                assert not dv.HasField("topology"), res
+            else:
+                assert [n.ID for n in dv.topology.nodes] == numa, res
+        got = [p for p, _, _ in specs(reg.client.allocate(["0"]))]
+        want = sorted(char_devices(node, devs) | {"/dev/infiniband/rdma_cm"})
+        assert got == want, res
+        # RoCE ports have no umad/issm? They do (mlx5 creates both); just no duplicates.
+        assert len(got) == len(set(got))
+    assert kl.capacity() == {r: (63, 63) for r in cases}
+    assert sorted(os.listdir(kl.plugin_dir)) == sorted(
+        ["kubelet.sock", "kubelet_internal_checkpoint", "compute_ib.sock",
+         "storage_roce.sock", "compute_ib_numa0.sock", "compute_ib_numa1.sock"])
+    assert d.count("event=registered") >= 4
+
+
+def test_plugins_registry_mode(env):
+    kl = env.start_kubelet(mode="plugins-registry")
+    d = env.daemon(CONFIGS / "seed000.json", registration="plugins-registry")
+    reg = kl.wait_registered(SEED_RES, units=200, healthy=200)
+    sock = kl.registry_dir / SEED_SOCK
+    assert reg.info[0] == str(sock)
+    info = reg.info[1]
+    assert info.type == "DevicePlugin"
+    assert info.name == SEED_RES
+    assert info.endpoint == ""          # "this socket"
+    assert list(info.supported_versions) == ["v1beta1"]
+    assert reg.endpoint == str(sock)
+    kl.wait(lambda: any(p == str(sock) and ok for p, ok, _ in kl.notified), what="notify")
+    d.wait_log("event=registered", "mode=plugins-registry", "resource=" + SEED_RES)
+    # Nothing in device-plugins: kubelet wipes that directory.
+    assert sorted(os.listdir(kl.plugin_dir)) == ["kubelet_internal_checkpoint"]
+    assert specs(reg.client.allocate(["0"]))[0][0] == "/dev/infiniband/issm0"
+
+
+def test_registration_auto(env):
+    # No kubelet.sock, plugins_registry exists: the plugin watcher.
+    kl = env.start_kubelet(mode="plugins-registry")
+    d = env.daemon(CONFIGS / "seed000.json")
+    kl.wait_registered(SEED_RES, units=200)
+    d.wait_log("event=starting", "registration=plugins-registry")
+    assert d.stop() == 0
+    kl.stop()
+    # kubelet.sock present: kubelet-sock.
+    kl2 = env.start_kubelet()
+    d2 = env.daemon(CONFIGS / "seed000.json")
+    kl2.wait_registered(SEED_RES, units=200)
+    d2.wait_log("event=starting", "registration=kubelet-sock")
+
+
+def test_empty_pool(env):
+    kl = env.start_kubelet()
+    cfg = env.config({"configList": [{"resourceName": "nothing", "rdmaHcaMax": 10,
+                                      "selectors": {"vendors": ["8086"]}}]})
+    d = env.daemon(cfg)
+    reg = kl.wait_registered("rdma/nothing", units=0)
+    assert len(reg.client.latest().devices) == 0
+    d.wait_log("level=warning", "event=pool-empty", "resource=rdma/nothing")
+    with pytest.raises(grpc.RpcError) as ei:
+        reg.client.allocate(["0"])
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_netns_exclusive_warns_and_serves(env):
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "seed000.json", node="exclusive")
+    kl.wait_registered(SEED_RES, units=200, healthy=200)
+    line = d.wait_log("level=warning", "event=netns-exclusive")
+    assert "exclusive" in line and "pods" in line
+
+
+def test_port_down_fixture_unhealthy(env):
+    """The port-down node: mlx5_0's port is DOWN, mlx5_1's INIT (no SM): no ACTIVE port in
+    the pool, so every unit is Unhealthy (capacity 5, allocatable 0), with topology (NUMA 0)."""
+    kl = env.start_kubelet()
+    cfg = env.config({"configList": [{"resourceName": "all", "rdmaHcaMax": 5,
+                                      "selectors": {"vendors": ["15b3"]}}]})
+    d = env.daemon(cfg, node="port-down")
+    reg = kl.wait_registered("rdma/all", units=5, healthy=0)
+    snap = reg.client.latest()
+    assert all(dv.health == "Unhealthy" for dv in snap.devices)
+    assert all([n.ID for n in dv.topology.nodes] == [0] for dv in snap.devices)
+    assert kl.capacity() == {"rdma/all": (5, 0)}
+    d.wait_log("event=registered", "units=5", "healthy=0")
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile peers: the daemon keeps serving kubelet's stream and new calls.
+
+def h2_frame(ftype, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def read_some(s, n=65536):
+    try:
+        return s.recv(n)
+    except (socket.timeout, ConnectionResetError):
+        return b""
+
+
+def test_hostile_peers(env):
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "seed000.json")
+    reg = kl.wait_registered(SEED_RES, units=200)
+    sock = kl.plugin_dir / SEED_SOCK
+    pb, _ = K.protos()
+
+    # Garbage: the connection is dropped, nothing else.
+    s = K.raw_connect(sock)
+    s.sendall(os.urandom(4096))
+    read_some(s)
+    s.close()
+    # HTTP/1.1.
+    s = K.raw_connect(sock)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    read_some(s)
+    s.close()
+    # A preface then a truncated frame, then hang up.
+    s = K.raw_connect(sock)
+    s.sendall(PREFACE + h2_frame(4, 0, 0, b"") + b"\x00\x00\x40\x01\x04\x00\x00\x00\x01abc")
+    read_some(s)
+    s.close()
+    # A HEADERS frame claiming 16 MiB: a frame-size error for the connection.
+    s = K.raw_connect(sock)
+    s.sendall(PREFACE + h2_frame(4, 0, 0, b"") + b"\xff\xff\xff\x01\x04\x00\x00\x00\x01")
+    read_some(s)
+    s.close()
+    # Many idle connections at once, closed again.
+    many = [K.raw_connect(sock) for _ in range(20)]
+    for m in many:
+        m.close()
+
+    ch = K.dial(sock, options=[("grpc.max_send_message_length", -1),
+                               ("grpc.max_receive_message_length", -1)])
+    raw = lambda m: ch.unary_unary(m, request_serializer=lambda b: b,  # noqa: E731
+                                   response_deserializer=lambda b: b)
+    # Unknown method and service.
+    for m in ("/v1beta1.DevicePlugin/Nope", "/foo.Bar/Baz"):
+        with pytest.raises(grpc.RpcError) as ei:
+            raw(m)(b"", timeout=30)
+        assert ei.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    # A request that does not parse.
+    with pytest.raises(grpc.RpcError) as ei:
+        raw("/v1beta1.DevicePlugin/Allocate")(b"\x0a\xff\xff\xff\xff\x0f", timeout=30)
+    assert ei.value.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.INTERNAL)
+    # A message above 4 MiB.
+    big = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(
+        devices_ids=["x" * 1000] * 5000)]).SerializeToString()
+    assert len(big) > 4 * 1024 * 1024
+    with pytest.raises(grpc.RpcError) as ei:
+        raw("/v1beta1.DevicePlugin/Allocate")(big, timeout=60)
+    assert ei.value.code() in (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAVAILABLE,
+                               grpc.StatusCode.INTERNAL, grpc.StatusCode.CANCELLED)
+    # Too many container requests, each bounded.
+    many_req = pb.AllocateRequest(container_requests=[
+        pb.ContainerAllocateRequest(devices_ids=["0"]) for _ in range(1000)])
+    with pytest.raises(grpc.RpcError) as ei:
+        raw("/v1beta1.DevicePlugin/Allocate")(many_req.SerializeToString(), timeout=30)
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # An ID of 100 KiB is named, bounded.
+    with pytest.raises(grpc.RpcError) as ei:
+        reg.client.allocate(["9" * 100000])
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert len(ei.value.details()) < 2000
+    ch.close()
+
+    # Still serving: the daemon, kubelet's stream, and new calls.
+    assert d.proc.poll() is None
+    assert reg.client.stream_error is None
+    assert kl.current[SEED_RES] is reg
+    assert specs(reg.client.allocate(["1"]))[3][0] == "/dev/infiniband/uverbs0"
+    c2 = K.DevicePluginClient(sock)
+    c2.watch()
+    assert len(c2.wait_snapshot(lambda s: len(s.devices) == 200).devices) == 200
+    c2.close()
+    assert d.stop() == 0
+
+
+# ---------------------------------------------------------------------------------------------
+def test_cli(env, run):
+    r = run("serve", "--help")
+    assert r.returncode == 0
+    for flag in ("--config-file", "--sysfs-root", "--dev-root", "--kubelet-root-dir",
+                 "--registration", "-v", "SIGHUP", "SIGTERM"):
+        assert flag in r.stdout
+    r = run("serve", "--version")
+    assert r.returncode == 0 and r.stdout.startswith("rdma-dp ")
+    r = run("serve", "--registration", "bogus")
+    assert r.returncode == 2 and "bogus" in r.stderr
+    r = run("serve", "--nope")
+    assert r.returncode == 2
+    r = run("serve", "extra-arg")
+    assert r.returncode == 2
+
+    node = env.node("seed000")
+    common = ["--sysfs-root", node / "sys", "--dev-root", node / "dev",
+              "--kubelet-root-dir", env.root]
+    # A missing config: exit 1, saying which file.
+    r = run("serve", "--config-file", env.dir / "missing.json", *common)
+    assert r.returncode == 1
+    assert "missing.json" in r.stderr
+    # An invalid one: exit 1 with file:line:column.
+    bad = env.config('{\n  "configList": [\n    {"resourceName": "a", "rdmaHcaMax": 1, '
+                     '"selectrs": {}}\n  ]\n}\n', name="bad.json")
+    r = run("serve", "--config-file", bad, *common)
+    assert r.returncode == 1
+    assert re.search(r"bad\.json:\d+:\d+", r.stderr), r.stderr
+    # A sysfs root that does not exist: exit 1.
+    r = run("serve", "--config-file", CONFIGS / "seed000.json", "--sysfs-root",
+            env.dir / "nosys", "--dev-root", node / "dev", "--kubelet-root-dir", env.root)
+    assert r.returncode == 1
+    assert not os.path.exists(env.root / "device-plugins" / SEED_SOCK)
+
+
+def test_register_refused_retries(env):
+    """kubelet answers Register with an error: logged with kubelet's text, retried with
+    backoff, registered in the end; the daemon never exits over it."""
+    kl = env.start_kubelet()
+    kl.refuse = 3
+    d = env.daemon(CONFIGS / "seed000.json")
+    kl.wait_registered(SEED_RES, units=200, healthy=200)
+    assert len(kl.requests) == 4
+    line = d.wait_log("level=warning", "event=register-failed")
+    assert "fake kubelet refuses this registration" in line
+    assert "retry_ms=" in line
+    assert d.proc.poll() is None
+
+
+def test_log_verbosity(env):
+    kl = env.start_kubelet()
+    quiet = env.daemon(CONFIGS / "seed000.json", verbose=False)
+    c = kl.wait_registered(SEED_RES, units=200).client
+    c.allocate(["0"])
+    with pytest.raises(grpc.RpcError):
+        c.allocate(["x"])
+    quiet.wait_log("level=warning", "event=call-failed", "method=Allocate",
+                   "code=INVALID_ARGUMENT")
+    quiet.wait_log("level=info", "event=allocated", "units=1", "devices=4")
+    assert quiet.stop() == 0
+    assert "level=debug" not in quiet.log()
+    # Every line is key=value pairs, starting with time, level and event.
+    kv = re.compile(r'^time=\S+ level=(error|warning|info|debug) event=[a-z.-]+'
+                    r'( [a-z_]+=("([^"\\]|\\.)*"|\S+))*$')
+    for ln in quiet.log().splitlines():
+        assert kv.match(ln), ln
+    kl.stop()
+
+    kl2 = env.start_kubelet()
+    loud = env.daemon(CONFIGS / "seed000.json", verbose=True)
+    kl2.wait_registered(SEED_RES, units=200)
+    loud.wait_log("level=debug", "event=call", "method=GetDevicePluginOptions")
+    loud.wait_log("level=debug", "event=register-attempt")

@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: MIT
+"""rdma-dp serve over time: kubelet restarts, rescans (health, NUMA, unplug/re-plug), SIGHUP
+reloads with a good and a bad config, SIGTERM/SIGINT cleanup. Real daemon, real sockets,
+fixture copies edited with sysfsgen."""
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import kubelet as K  # noqa: E402
+import sysfsgen  # noqa: E402
+from test_serve import CONFIGS, SEED_RES, SEED_SOCK, char_devices, env, specs  # noqa: E402,F401
+
+DGX_RES = ["rdma/compute_ib", "rdma/storage_roce", "rdma/compute_ib_numa0",
+           "rdma/compute_ib_numa1"]
+
+
+def copy_node(env, name):
+    """A private copy of a fixture node, to edit."""
+    dst = env.dir / name
+    sysfsgen.copy_node(env.node(name), dst)
+    return dst
+
+
+def health(snap):
+    return {d.health for d in snap.devices}
+
+
+def topo(snap):
+    return {tuple(n.ID for n in d.topology.nodes) if d.HasField("topology") else None
+            for d in snap.devices}
+
+
+# ---------------------------------------------------------------------------------------------
+def test_kubelet_restarts_50(env):
+    """50 kubelet restarts: every time each resource is registered again, with full units."""
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "dgx.json", node="dgx-h100", verbose=False)
+    for r in DGX_RES:
+        kl.wait_registered(r, units=63, healthy=63)
+    checkpoint = kl.checkpoint.read_text()
+    for i in range(50):
+        n = len(kl.registrations)
+        kl.restart()
+        for r in DGX_RES:
+            kl.wait_registered(r, units=63, healthy=63, after=n, timeout=60)
+        assert d.proc.poll() is None
+    # Settled: every resource registered, serving full units, on its own socket.
+    assert kl.capacity() == {r: (63, 63) for r in DGX_RES}
+    for r in DGX_RES:
+        c = kl.current[r].client
+        assert specs(c.allocate(["62"]))
+    assert kl.checkpoint.read_text() == checkpoint
+    assert not kl.errors, kl.errors
+    # Never 0 units toward kubelet, never an exit.
+    log = d.log()
+    assert "units=0" not in log
+    assert d.stop() == 0
+
+
+def test_kubelet_absent_at_start(env):
+    """No kubelet yet: Register backs off (warnings, no exit); kubelet appears: registered."""
+    kl = K.FakeKubelet(env.root)  # directory only, not started
+    env.kubelet = kl
+    d = env.daemon(CONFIGS / "seed000.json", registration="kubelet-sock")
+    d.wait_log("level=warning", "event=register-failed", "resource=" + SEED_RES)
+    d.wait_log("event=register-failed", "failures=2")
+    assert d.proc.poll() is None
+    assert stat.S_ISSOCK(os.lstat(kl.plugin_dir / SEED_SOCK).st_mode)
+    kl.start()
+    kl.wait_registered(SEED_RES, units=200, healthy=200)
+    # kubelet stops and stays away: the daemon keeps going, then registers again.
+    kl.stop()
+    kl.cleanup_plugin_dir()
+    d.wait_log("event=socket-removed", "resource=" + SEED_RES)
+    assert d.proc.poll() is None
+    n = len(kl.registrations)
+    kl.start()
+    kl.wait_registered(SEED_RES, units=200, healthy=200, after=n)
+
+
+def test_socket_deleted_is_recreated(env):
+    """Someone deletes our socket while kubelet runs: re-created and registered again."""
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "seed000.json")
+    kl.wait_registered(SEED_RES, units=200)
+    n = len(kl.registrations)
+    os.unlink(kl.plugin_dir / SEED_SOCK)
+    kl.wait_registered(SEED_RES, units=200, after=n)
+    assert stat.S_ISSOCK(os.lstat(kl.plugin_dir / SEED_SOCK).st_mode)
+    d.wait_log("event=socket-removed")
+
+
+def test_watcher_mode_socket_deleted_and_kubelet_restart(env):
+    kl = env.start_kubelet(mode="plugins-registry")
+    env.daemon(CONFIGS / "seed000.json", registration="plugins-registry")
+    kl.wait_registered(SEED_RES, units=200)
+    # kubelet restarts: it re-discovers the socket that is still there.
+    n = len(kl.registrations)
+    kl.stop()
+    kl.start()
+    kl.wait_registered(SEED_RES, units=200, after=n)
+    # The socket is deleted: the daemon re-creates it, the watcher registers it again.
+    n = len(kl.registrations)
+    os.unlink(kl.registry_dir / SEED_SOCK)
+    kl.wait_registered(SEED_RES, units=200, after=n)
+
+
+# ---------------------------------------------------------------------------------------------
+def test_health_down_and_up_sighup(env):
+    node = copy_node(env, "seed000")
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "seed000.json", sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered(SEED_RES, units=200, healthy=200).client
+    # An unchanged host sends nothing: a SIGHUP rescan, then a change; the change's snapshot
+    # must directly follow the first one.
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    d.wait_log("event=rescanned", "why=sighup", start=m)
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "DOWN")
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    snap = c.wait_snapshot(lambda s: health(s) == {"Unhealthy"})
+    assert len(snap.devices) == 200
+    assert len(c.snapshots) == 2
+    assert kl.capacity() == {SEED_RES: (200, 0)}
+    d.wait_log("event=updated", "units=200", "healthy=0", start=m)
+    # Unhealthy units can still be allocated by a pod that has them: specs unchanged.
+    assert [p for p, _, _ in specs(c.allocate(["0"]))][-1] == "/dev/infiniband/uverbs0"
+    # And back.
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "ACTIVE")
+    d.signal(signal.SIGHUP)
+    c.wait_snapshot(lambda s: health(s) == {"Healthy"} and len(s.devices) == 200)
+    assert len(c.snapshots) == 3
+    assert c.stream_error is None
+    assert kl.current[SEED_RES].client is c  # the same stream all along
+
+
+def test_health_periodic_rescan(env):
+    """periodicUpdateInterval 1: port state changes reach kubelet without any signal."""
+    node = copy_node(env, "seed000")
+    cfg = json.loads((CONFIGS / "seed000.json").read_text())
+    cfg["periodicUpdateInterval"] = 1
+    kl = env.start_kubelet()
+    env.daemon(env.config(cfg), sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered(SEED_RES, units=200, healthy=200).client
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "INIT")
+    c.wait_snapshot(lambda s: health(s) == {"Unhealthy"})
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "ACTIVE")
+    c.wait_snapshot(lambda s: health(s) == {"Healthy"})
+
+
+def test_numa_change(env):
+    node = copy_node(env, "seed000")
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "seed000.json", sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered(SEED_RES, units=200).client
+    assert topo(c.latest()) == {(1,)}
+    sysfsgen.set_numa_node(node / "sys", "mlx5_0", 0)
+    d.signal(signal.SIGHUP)
+    c.wait_snapshot(lambda s: topo(s) == {(0,)})
+    # Unknown NUMA node: no topology at all.
+    sysfsgen.set_numa_node(node / "sys", "mlx5_0", -1)
+    d.signal(signal.SIGHUP)
+    c.wait_snapshot(lambda s: topo(s) == {None} and len(s.devices) == 200)
+
+
+def test_unplug_replug(env):
+    """dgx-h100: unplugging one HCA of a pool changes what Allocate hands out; unplugging
+    the whole pool empties it (0 units); re-plugging brings everything back."""
+    node = copy_node(env, "dgx-h100")
+    kl = env.start_kubelet()
+    d = env.daemon(CONFIGS / "dgx.json", node="dgx-h100", sysfs=node / "sys", dev=node / "dev")
+    res = "rdma/compute_ib_numa0"
+    pool = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5"]
+    c = kl.wait_registered(res, units=63, healthy=63).client
+    full = [p for p, _, _ in specs(c.allocate(["0"]))]
+    gone = char_devices(node, {"mlx5_3"})
+    assert gone and gone <= set(full)
+
+    sysfsgen.unplug(node / "sys", node / "dev", "mlx5_3")
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    d.wait_log("event=updated", "resource=" + res, "devices=mlx5_0,mlx5_4,mlx5_5", start=m)
+    got = [p for p, _, _ in specs(c.allocate(["0"]))]
+    assert got == sorted(set(full) - gone)
+    assert len(c.snapshots) == 1  # same units, health and NUMA: nothing sent
+
+    for dev in ("mlx5_0", "mlx5_4", "mlx5_5"):
+        sysfsgen.unplug(node / "sys", node / "dev", dev)
+    d.signal(signal.SIGHUP)
+    c.wait_snapshot(lambda s: len(s.devices) == 0)
+    assert kl.capacity()[res] == (0, 0)
+    # The other NUMA node's pool is untouched.
+    assert kl.capacity()["rdma/compute_ib_numa1"] == (63, 63)
+
+    for dev in pool:
+        sysfsgen.replug(node / "sys", node / "dev", env.node("dgx-h100"), dev)
+    d.signal(signal.SIGHUP)
+    c.wait_snapshot(lambda s: len(s.devices) == 63 and health(s) == {"Healthy"} and
+                    topo(s) == {(0,)})
+    assert [p for p, _, _ in specs(c.allocate(["0"]))] == full
+    assert c.stream_error is None
+
+
+# ---------------------------------------------------------------------------------------------
+def seed_resource(name, hca_max=10, ifname="ib0", prefix=None):
+    r = {"resourceName": name, "rdmaHcaMax": hca_max, "selectors": {"ifNames": [ifname]}}
+    if prefix:
+        r["resourcePrefix"] = prefix
+    return r
+
+
+def test_sighup_good_config_diff(env):
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 0,
+                      "configList": [seed_resource("a", 10), seed_resource("b", 20)]})
+    d = env.daemon(cfg)
+    ra = kl.wait_registered("rdma/a", units=10)
+    kl.wait_registered("rdma/b", units=20)
+    n_a = sum(1 for r in kl.registrations if r.resource == "rdma/a")
+    # a changes (10 -> 30 units), b goes, c comes.
+    env.config({"periodicUpdateInterval": 0,
+                "configList": [seed_resource("a", 30), seed_resource("c", 5)]})
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    d.wait_log("event=config-reloaded", "added=1", "removed=1", "kept=1", start=m)
+    kl.wait_registered("rdma/c", units=5)
+    # a: same socket, same stream, new snapshot; no new registration.
+    ra.client.wait_snapshot(lambda s: len(s.devices) == 30)
+    assert ra.client.stream_error is None
+    assert sum(1 for r in kl.registrations if r.resource == "rdma/a") == n_a
+    # b: its socket is gone, its stream ended.
+    assert not os.path.exists(kl.plugin_dir / "b.sock")
+    assert os.path.exists(kl.plugin_dir / "a.sock") and os.path.exists(kl.plugin_dir / "c.sock")
+    d.wait_log("event=resource-removed", "resource=rdma/b", start=m)
+    # Allocate answers with the new unit count.
+    specs(ra.client.allocate(["29"]))
+
+
+def test_sighup_bad_config_keeps_old(env):
+    kl = env.start_kubelet()
+    cfg = env.config({"configList": [seed_resource("a", 10)]})
+    d = env.daemon(cfg)
+    ra = kl.wait_registered("rdma/a", units=10)
+    n = len(kl.registrations)
+    # An unknown key on line 6, column 7.
+    cfg.write_text('{\n  "configList": [\n    {\n      "resourceName": "a",\n'
+                   '      "rdmaHcaMax": 99,\n      "selectrs": {"ifNames": ["ib0"]}\n'
+                   '    }\n  ]\n}\n')
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    line = d.wait_log("level=error", "event=config-invalid", start=m)
+    assert re.search(re.escape(str(cfg)) + r":6:7", line), line
+    d.wait_log("event=config-rejected", start=m)
+    # The old config keeps serving: same stream, 10 units, Allocate works.
+    assert specs(ra.client.allocate(["9"]))
+    assert len(ra.client.latest().devices) == 10
+    assert ra.client.stream_error is None
+    assert len(kl.registrations) == n
+    # Broken JSON too.
+    cfg.write_text('{"configList": [\n')
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    d.wait_log("event=config-rejected", start=m)
+    assert d.proc.poll() is None
+    # A good config afterwards applies.
+    cfg.write_text(json.dumps({"configList": [seed_resource("a", 12)]}))
+    d.signal(signal.SIGHUP)
+    ra.client.wait_snapshot(lambda s: len(s.devices) == 12)
+
+
+def test_sighup_prefix_change_reregisters(env):
+    kl = env.start_kubelet()
+    cfg = env.config({"configList": [seed_resource("a", 10)]})
+    d = env.daemon(cfg)
+    kl.wait_registered("rdma/a", units=10)
+    env.config({"configList": [seed_resource("a", 10, prefix="example.com")]})
+    d.signal(signal.SIGHUP)
+    kl.wait_registered("example.com/a", units=10)
+    assert os.path.exists(kl.plugin_dir / "a.sock")
+
+
+# ---------------------------------------------------------------------------------------------
+def foreign_socket(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.listen(1)
+    return s
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_cleanup(env, sig):
+    kl = env.start_kubelet()
+    other = foreign_socket(kl.plugin_dir / "other-vendor.sock")
+    (kl.plugin_dir / "notes.txt").write_text("not ours\n")
+    d = env.daemon(CONFIGS / "dgx.json", node="dgx-h100")
+    regs = [kl.wait_registered(r, units=63) for r in DGX_RES]
+    d.signal(sig)
+    assert d.proc.wait(60) == 0
+    left = sorted(os.listdir(kl.plugin_dir))
+    assert left == ["kubelet.sock", "kubelet_internal_checkpoint", "notes.txt",
+                    "other-vendor.sock"]
+    assert stat.S_ISSOCK(os.lstat(kl.kubelet_sock).st_mode)
+    for r in regs:
+        r.client.wait_snapshot(lambda s: True)
+        with r.client.cond:
+            r.client.cond.wait_for(lambda: r.client.stream_error is not None, 30)
+        assert r.client.stream_error is not None
+    d.wait_log("event=stopped", "code=0")
+    other.close()
+
+
+def test_sigterm_cleanup_watcher_mode(env):
+    kl = env.start_kubelet(mode="plugins-registry")
+    d = env.daemon(CONFIGS / "seed000.json", registration="plugins-registry")
+    kl.wait_registered(SEED_RES, units=200)
+    # Another plugin's socket (made after, so the fake watcher does not wait on it).
+    kl.stop()
+    other = foreign_socket(kl.registry_dir / "csi.example.com-reg.sock")
+    assert d.stop() == 0
+    assert sorted(os.listdir(kl.registry_dir)) == ["csi.example.com-reg.sock"]
+    other.close()
+
+
+def test_socket_dir_appears_later(env):
+    """kubelet-sock mode before kubelet ever ran: no device-plugins directory yet. The daemon
+    waits (no exit) and registers once kubelet creates it."""
+    d = env.daemon(CONFIGS / "seed000.json", registration="kubelet-sock")
+    d.wait_log("event=socket-dir-missing")
+    d.wait_log("event=listen-failed", "resource=" + SEED_RES)
+    assert d.proc.poll() is None
+    kl = env.start_kubelet()  # creates device-plugins/ and kubelet.sock
+    kl.wait_registered(SEED_RES, units=200, healthy=200)
+    assert d.stop() == 0
+    assert not os.path.exists(kl.plugin_dir / SEED_SOCK)
+
+
+def test_socket_path_too_long(env, run):
+    root = env.dir / ("r" * 60)
+    (root / "device-plugins").mkdir(parents=True)
+    node = env.node("seed000")
+    cfg = env.config({"configList": [{"resourceName": "n" * 40, "rdmaHcaMax": 1,
+                                      "selectors": {"ifNames": ["ib0"]}}]})
+    r = run("serve", "--config-file", cfg, "--sysfs-root", node / "sys", "--dev-root",
+            node / "dev", "--kubelet-root-dir", root, "--registration", "kubelet-sock",
+            timeout=60)
+    assert r.returncode == 1
+    assert "event=socket-path-too-long" in r.stderr
