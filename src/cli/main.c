@@ -14,6 +14,7 @@ static const struct {
 	{ "check-config", cmd_check_config,
 	  "validate a config.json and explain, device by device, what each resource selects" },
 	{ "serve", cmd_serve, "run the device plugin daemon for kubelet" },
+	{ "health", cmd_health, "check that a running daemon answers on every resource socket" },
 };
 
 void cli_print_version(void)
