@@ -2,10 +2,13 @@
 #   make         build build/rdma-dp (static)
 #   make check   install what is missing, build with -Werror, run every test, again under ASan+UBSan
 #   make demo    show what rdma-dp sees and serves on a bundled DGX H100-like node
+#   make image   the container image (Containerfile, FROM scratch) as build/rdma-dp-image.tar
+#   make fuzz    run each libFuzzer target for FUZZ_SECONDS (default 60; clang, see tests/fuzz)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 
-.PHONY: all deps build check check-release check-asan demo clean
+.PHONY: all deps build check check-release check-asan demo image clean
+.PHONY: fuzz check-fuzz fuzz-build fuzz-run clean-fuzz
 
 all: build
 
@@ -16,7 +19,7 @@ build: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j$(JOBS)
 
-check: deps check-release check-asan
+check: deps check-release check-asan check-fuzz
 
 check-release:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
@@ -32,5 +35,58 @@ check-asan:
 demo: build
 	@sh scripts/demo.sh build
 
+# OCI archive built with buildah (vfs storage, no daemon); prints the sizes it measured.
+image: build
+	sh scripts/build-image.sh build/rdma-dp build/rdma-dp-image.tar
+
 clean:
 	rm -rf build build-check build-asan
+
+# Fuzzing (tests/fuzz/README.md): libFuzzer targets built by clang in build-fuzz. New inputs
+# go to build-fuzz/corpus/<target>, crashes to build-fuzz/artifacts/; the checked-in seeds
+# in tests/fuzz/corpus/<target> are only read.
+FUZZ_TARGETS := config grpc-frame h2-server protobuf sysfs-parsers
+FUZZ_SECONDS ?= 60
+FUZZ_CHECK_SECONDS ?= 15
+# True when clang can build and link a libFuzzer target here.
+FUZZ_PROBE = mkdir -p build-fuzz && command -v clang >/dev/null 2>&1 && \
+	printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' | \
+	clang -fsanitize=fuzzer,address,undefined -x c - -o build-fuzz/probe >/dev/null 2>&1
+
+fuzz: deps
+	@$(FUZZ_PROBE) || { echo "fuzz: clang with libFuzzer not found (install clang and libclang-rt-14-dev: scripts/install-deps.sh)"; exit 1; }
+	@$(MAKE) --no-print-directory fuzz-run
+
+# The bounded stage of make check: every target for FUZZ_CHECK_SECONDS over its seeds plus
+# what it finds; skipped, saying so, where clang cannot build fuzzers.
+check-fuzz:
+	@if $(FUZZ_PROBE); then \
+		$(MAKE) --no-print-directory fuzz-run FUZZ_SECONDS=$(FUZZ_CHECK_SECONDS); \
+	else \
+		echo "check-fuzz: SKIPPED: clang with libFuzzer not found (scripts/install-deps.sh installs clang and libclang-rt-14-dev)"; \
+	fi
+
+fuzz-build:
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DENABLE_WERROR=ON -DENABLE_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j$(JOBS) --target fuzzers
+
+fuzz-run: fuzz-build
+	@mkdir -p build-fuzz/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p build-fuzz/corpus/$$t; \
+		echo "fuzz-$$t: $(FUZZ_SECONDS) s"; \
+		if ! build-fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-artifact_prefix=build-fuzz/artifacts/$$t- build-fuzz/corpus/$$t \
+			tests/fuzz/corpus/$$t >build-fuzz/fuzz-$$t.log 2>&1; then \
+			tail -n 60 build-fuzz/fuzz-$$t.log; \
+			echo "fuzz-$$t: FAILED, input saved in build-fuzz/artifacts/ (log: build-fuzz/fuzz-$$t.log)"; \
+			exit 1; \
+		fi; \
+		grep -E '^#[0-9]+[[:space:]]+DONE' build-fuzz/fuzz-$$t.log | tail -n 1; \
+	done
+
+clean: clean-fuzz
+
+clean-fuzz:
+	rm -rf build-fuzz

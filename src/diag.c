@@ -34,6 +34,10 @@ int rdp_diags_add(struct rdp_diags *d, enum rdp_diag_level level, const char *fm
 	va_start(ap, fmt);
 	vsnprintf(text, (size_t)len + 1, fmt, ap);
 	va_end(ap);
+	/* One line each, whatever a quoted key or value holds ("a\nb" in a config key). */
+	for (char *p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	v = rdp_reallocarray(d->v, d->n + 1, sizeof(*v));
 	if (!v) {
 		rdp_free(text);

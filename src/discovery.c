@@ -96,7 +96,7 @@ static int strv_add(char ***v, size_t *n, const char *s)
 	return 0;
 }
 
-static int vadd_problem(char ***v, size_t *n, const char *fmt, va_list ap)
+static _printf_(3, 0) int vadd_problem(char ***v, size_t *n, const char *fmt, va_list ap)
 {
 	char buf[512];
 

@@ -460,9 +460,42 @@ static void test_failmalloc(void)
 	free(t);
 }
 
+/*
+ * Found by fuzz-config (tests/fuzz/corpus/config/regress-newline-in-key.json): a key with an
+ * escaped newline or a raw control byte was quoted as is, and a diagnostic spanned lines.
+ */
+static void test_one_line_diags(void)
+{
+	static const char *const texts[] = {
+		/* a syntax error quoting the key */
+		"{\"a\\nb\" 1}",
+		/* unknown keys */
+		"{\"configList\\n\": [], \"x\\r\\u001b[2J\": 1}",
+		/* invalid values */
+		("{\"configList\": [{\"resourceName\": \"a\\nb\", \"rdmaHcaMax\": 1,"
+		 " \"selectors\": {\"vendors\": [\"15b3\\n\"]}}]}"),
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		struct rdp_diags d = {};
+		struct rdp_config *c = NULL;
+
+		EXPECT_EQ(parse(texts[i], &c, &d), -EINVAL);
+		EXPECT_TRUE(d.n > 0);
+		for (size_t j = 0; j < d.n; j++) {
+			EXPECT_TRUE(strchr(d.v[j].text, '\n') == NULL);
+			EXPECT_TRUE(strchr(d.v[j].text, '\r') == NULL);
+			EXPECT_TRUE(strchr(d.v[j].text, 0x1b) == NULL);
+		}
+		rdp_config_free(c);
+		rdp_diags_done(&d);
+	}
+}
+
 int main(void)
 {
 	test_errors();
+	test_one_line_diags();
 	test_valid();
 	test_values();
 	test_all_errors();
