@@ -19,7 +19,7 @@ build: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j$(JOBS)
 
-check: deps check-release check-asan check-fuzz
+check: deps check-release check-fuzz check-asan
 
 check-release:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
@@ -90,3 +90,11 @@ clean: clean-fuzz
 
 clean-fuzz:
 	rm -rf build-fuzz
+
+# Benchmark (bench/README.md): rdma-dp beside the smallest grpc-go device plugin, driven by a
+# grpc-go kubelet; prints the table (build/bench/table.md). BENCH_FLAGS=--quick for a smoke run.
+# Its Go toolchain comes from `install-deps.sh bench`, never from make check.
+.PHONY: bench
+bench: build
+	@sh scripts/install-deps.sh bench
+	$(PY) bench/bench.py --build build $(BENCH_FLAGS)
