@@ -2,6 +2,7 @@
 #include "cli-common.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -55,12 +56,34 @@ int cli_open_roots(const char *cmd, const char *sysfs_root, const char *dev_root
 	return 0;
 }
 
-const char *cli_bad_option(char **argv, int optind_after, int optopt_char, char *buf, size_t size)
+int cli_option_error(const char *cmd, char **argv, int c)
 {
-	if (optopt_char) {
-		snprintf(buf, size, "-%c", optopt_char);
-		return buf;
-	}
-	snprintf(buf, size, "%s", optind_after > 0 ? argv[optind_after - 1] : "?");
-	return buf;
+	const char *word = optind > 0 ? argv[optind - 1] : "?";
+	char buf[64];
+
+	/*
+	 * Name the option as it was typed: a long one is the word getopt last read (up to any
+	 * '='); a short one is optopt, which for long options holds their value instead.
+	 */
+	if (strncmp(word, "--", 2) == 0)
+		snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(word, "="), word);
+	else if (optopt > ' ' && optopt < 0x7f)
+		snprintf(buf, sizeof(buf), "-%c", optopt);
+	else
+		snprintf(buf, sizeof(buf), "%s", word);
+	if (c == ':')
+		fprintf(stderr, "rdma-dp %s: option '%s' needs an argument\n", cmd, buf);
+	else
+		fprintf(stderr, "rdma-dp %s: unknown option '%s' (see 'rdma-dp %s --help')\n", cmd,
+			buf, cmd);
+	return 2;
+}
+
+int cli_no_operands(const char *cmd, int argc, char **argv)
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see 'rdma-dp %s --help')\n", cmd,
+		argv[optind], cmd);
+	return 2;
 }

@@ -20,7 +20,12 @@ int cli_open_roots(const char *cmd, const char *sysfs_root, const char *dev_root
 		   int *ret_dev);
 
 /*
- * The argument of a command-line option that getopt_long() refused: the text to name in
- * "unknown option" / "missing argument" messages.
+ * For getopt_long()'s ':' (missing argument; the optstring must start with ':') and '?'
+ * (unknown option) results: prints "rdma-dp CMD: option '-o' needs an argument" or
+ * "rdma-dp CMD: unknown option '--foo' (see 'rdma-dp CMD --help')" and returns 2, the usage
+ * exit code.
  */
-const char *cli_bad_option(char **argv, int optind_after, int optopt_char, char *buf, size_t size);
+int cli_option_error(const char *cmd, char **argv, int c);
+
+/* 0 when getopt_long() left no operand, else "rdma-dp CMD: unexpected argument 'x'" and 2. */
+int cli_no_operands(const char *cmd, int argc, char **argv);

@@ -370,7 +370,6 @@ int cmd_check_config(int argc, char **argv)
 	struct rdp_host *h = NULL;
 	struct rdp_pools *pools = NULL;
 	int opt, r, ret = 1;
-	char b[64];
 
 	opterr = 0;
 	optind = 0;
@@ -397,21 +396,12 @@ int cmd_check_config(int argc, char **argv)
 		case OPT_VERSION:
 			cli_print_version();
 			return 0;
-		case ':':
-			fprintf(stderr, "rdma-dp %s: option '%s' needs an argument\n", cmd,
-				cli_bad_option(argv, optind, optopt, b, sizeof(b)));
-			return 2;
 		default:
-			fprintf(stderr, "rdma-dp %s: unknown option '%s' (see --help)\n", cmd,
-				cli_bad_option(argv, optind, optopt, b, sizeof(b)));
-			return 2;
+			return cli_option_error(cmd, argv, opt);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see --help)\n", cmd,
-			argv[optind]);
+	if (cli_no_operands(cmd, argc, argv))
 		return 2;
-	}
 
 	r = rdp_config_load_file(arg_config, &c, &diags);
 	if (r == -ENOMEM) {

@@ -264,7 +264,6 @@ int cmd_discover(int argc, char **argv)
 	enum cli_output output = CLI_OUTPUT_TABLE;
 	_cleanup_close_ int sys = -1, dev = -1;
 	struct rdp_host *h = NULL;
-	char buf[64];
 	int c, r;
 
 	opterr = 0;
@@ -287,22 +286,12 @@ int cmd_discover(int argc, char **argv)
 		case ARG_VERSION:
 			cli_print_version();
 			return 0;
-		case ':':
-			fprintf(stderr, "rdma-dp discover: option '%s' needs an argument\n",
-				argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr,
-				"rdma-dp discover: unknown option '%s' (see 'rdma-dp discover "
-				"--help')\n",
-				cli_bad_option(argv, optind, optopt, buf, sizeof(buf)));
-			return 2;
+			return cli_option_error("discover", argv, c);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "rdma-dp discover: unexpected argument '%s'\n", argv[optind]);
+	if (cli_no_operands("discover", argc, argv))
 		return 2;
-	}
 
 	if (cli_open_roots("discover", sysfs_root, dev_root, &sys, &dev) < 0)
 		return 1;

@@ -250,7 +250,6 @@ int cmd_health(int argc, char **argv)
 	unsigned long timeout_ms = HEALTH_DEFAULT_TIMEOUT_MS;
 	struct rdp_config *c = NULL;
 	struct rdp_diags diags = {0};
-	char b[64];
 	int opt, k, rc;
 
 	optind = 1;
@@ -292,21 +291,12 @@ int cmd_health(int argc, char **argv)
 		case OPT_VERSION:
 			cli_print_version();
 			return 0;
-		case ':':
-			fprintf(stderr, "rdma-dp %s: option '%s' needs an argument\n", cmd,
-				cli_bad_option(argv, optind, optopt, b, sizeof(b)));
-			return 2;
 		default:
-			fprintf(stderr, "rdma-dp %s: unknown option '%s' (see --help)\n", cmd,
-				cli_bad_option(argv, optind, optopt, b, sizeof(b)));
-			return 2;
+			return cli_option_error(cmd, argv, opt);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see --help)\n", cmd,
-			argv[optind]);
+	if (cli_no_operands(cmd, argc, argv))
 		return 2;
-	}
 	if (!*root) {
 		fprintf(stderr, "rdma-dp %s: --kubelet-root-dir: empty path\n", cmd);
 		return 2;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli-common.h"
 #include "cli.h"
 #include "config.h"
 #include "daemon.h"
@@ -57,7 +58,7 @@ int cmd_serve(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o.config_file = optarg;
@@ -91,14 +92,11 @@ int cmd_serve(int argc, char **argv)
 			cli_print_version();
 			return 0;
 		default:
-			fprintf(stderr, "Try 'rdma-dp serve --help'.\n");
-			return 2;
+			return cli_option_error("serve", argv, c);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "rdma-dp serve: unexpected argument '%s'\n", argv[optind]);
+	if (cli_no_operands("serve", argc, argv))
 		return 2;
-	}
 	if (o.kubelet_root && strlen(o.kubelet_root) == 0) {
 		fprintf(stderr, "rdma-dp serve: --kubelet-root-dir: empty path\n");
 		return 2;
