@@ -1,10 +1,18 @@
 #!/bin/sh
 # Installs the Debian 12 packages the build and the tests need, and only those missing.
+#   scripts/install-deps.sh         the build and the tests (make, make check)
+#   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
+#                                   the Go floor and kubelet (bench/), valgrind for callgrind
 set -eu
+if [ "${1:-}" = bench ]; then
+	pkgs="golang-go golang-google-grpc-dev golang-google-protobuf-dev
+golang-github-golang-protobuf-1-5-dev protoc-gen-go protobuf-compiler valgrind binutils"
+else
 pkgs="build-essential cmake pkg-config libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev protobuf-compiler python3-grpcio python3-protobuf python3-pytest
 clang libclang-rt-14-dev
 python3-yaml buildah podman runc"
+fi
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
