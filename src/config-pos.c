@@ -579,11 +579,12 @@ static void scan_value(struct scanner *sc, unsigned int depth, size_t parent_len
 	if ((n == 4 && strncasecmp(w, "true", 4) == 0) ||
 	    (n == 5 && strncasecmp(w, "false", 5) == 0) ||
 	    (n == 4 && strncasecmp(w, "null", 4) == 0)) {
-		char lower[6];
+		char lower[8];
+		size_t k;
 
-		for (size_t k = 0; k < n; k++)
+		for (k = 0; k < n && k < sizeof(lower) - 1; k++)
 			lower[k] = (char)(w[k] | 0x20);
-		lower[n] = '\0';
+		lower[k] = '\0';
 		sc_fail(sc, at, "JSON literals are lower-case: write %s, not %.*s", lower, (int)n, w);
 		return;
 	}

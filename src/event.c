@@ -170,7 +170,8 @@ static int source_new(struct rdp_event *e, enum source_type type, int fd, uint32
 		struct epoll_event ev = { .events = events, .data.ptr = s };
 
 		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			int r = -errno;
+			/* Never 0: callers rely on *ret being set on success. */
+			int r = errno > 0 ? -errno : -EIO;
 
 			rdp_free(s);
 			return r;

@@ -4,7 +4,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,23 +34,56 @@ static const char *level_name(enum rdp_log_level l)
 	return "debug";
 }
 
+/*
+ * UTC calendar time from seconds since the epoch (days-to-civil, proleptic Gregorian), so
+ * that logging does not pull gmtime_r()/strftime() and with them glibc's time-zone and
+ * locale machinery into the static binary.
+ */
+struct utc {
+	long long year;
+	unsigned int month, day, hour, min, sec;
+};
+
+static void utc_from_epoch(long long t, struct utc *u)
+{
+	long long days = t / 86400, rem = t % 86400, era, doe, yoe, doy, mp;
+
+	if (rem < 0) {
+		rem += 86400;
+		days--;
+	}
+	u->hour = (unsigned int)(rem / 3600);
+	u->min = (unsigned int)(rem % 3600 / 60);
+	u->sec = (unsigned int)(rem % 60);
+	days += 719468; /* from 1970-01-01 to 0000-03-01 */
+	era = (days >= 0 ? days : days - 146096) / 146097;
+	doe = days - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	u->day = (unsigned int)(doy - (153 * mp + 2) / 5 + 1);
+	u->month = (unsigned int)(mp < 10 ? mp + 3 : mp - 9);
+	u->year = yoe + era * 400 + (u->month <= 2);
+}
+
 void rdp_log(enum rdp_log_level l, const char *event, const char *fmt, ...)
 {
 	char line[RDP_LOG_LINE_MAX];
-	struct timeval tv;
-	struct tm tm;
-	size_t n;
+	struct timespec ts;
+	struct utc u;
+	size_t n = 0;
 	int r;
 
 	if (!rdp_log_enabled(l))
 		return;
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	n = strftime(line, sizeof(line), "time=%Y-%m-%dT%H:%M:%S", &tm);
-	r = snprintf(line + n, sizeof(line) - n, ".%03ldZ level=%s event=%s",
-		     (long)tv.tv_usec / 1000, level_name(l), event);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	utc_from_epoch(ts.tv_sec, &u);
+	r = snprintf(line, sizeof(line),
+		     "time=%04lld-%02u-%02uT%02u:%02u:%02u.%03ldZ level=%s event=%s", u.year,
+		     u.month, u.day, u.hour, u.min, u.sec, ts.tv_nsec / 1000000, level_name(l),
+		     event);
 	if (r > 0)
-		n += (size_t)r;
+		n = (size_t)r;
 	if (n >= sizeof(line) - 2)
 		n = sizeof(line) - 2;
 	if (fmt && *fmt) {
