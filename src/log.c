@@ -66,22 +66,28 @@ static void utc_from_epoch(long long t, struct utc *u)
 	u->year = yoe + era * 400 + (u->month <= 2);
 }
 
+int rdp_log_format_time(long long t, unsigned int msec, char *buf, size_t size)
+{
+	struct utc u;
+
+	utc_from_epoch(t, &u);
+	return snprintf(buf, size, "%04lld-%02u-%02uT%02u:%02u:%02u.%03uZ", u.year, u.month, u.day,
+			u.hour, u.min, u.sec, msec % 1000);
+}
+
 void rdp_log(enum rdp_log_level l, const char *event, const char *fmt, ...)
 {
 	char line[RDP_LOG_LINE_MAX];
 	struct timespec ts;
-	struct utc u;
+	char stamp[32];
 	size_t n = 0;
 	int r;
 
 	if (!rdp_log_enabled(l))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	utc_from_epoch(ts.tv_sec, &u);
-	r = snprintf(line, sizeof(line),
-		     "time=%04lld-%02u-%02uT%02u:%02u:%02u.%03ldZ level=%s event=%s", u.year,
-		     u.month, u.day, u.hour, u.min, u.sec, ts.tv_nsec / 1000000, level_name(l),
-		     event);
+	rdp_log_format_time(ts.tv_sec, (unsigned int)(ts.tv_nsec / 1000000), stamp, sizeof(stamp));
+	r = snprintf(line, sizeof(line), "time=%s level=%s event=%s", stamp, level_name(l), event);
 	if (r > 0)
 		n = (size_t)r;
 	if (n >= sizeof(line) - 2)

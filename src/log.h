@@ -8,6 +8,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "macro.h"
 
@@ -36,3 +37,9 @@ void rdp_log(enum rdp_log_level l, const char *event, const char *fmt, ...) _pri
  * buffers (so up to 8 may be used in one rdp_log() call) and is truncated to 1 KiB.
  */
 const char *rdp_log_q(const char *s);
+
+/*
+ * Formats t (seconds since the epoch) and msec as "2025-01-31T12:00:00.123Z" into buf (at
+ * least 32 bytes). Returns the length.
+ */
+int rdp_log_format_time(long long t, unsigned int msec, char *buf, size_t size);
