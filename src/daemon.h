@@ -9,7 +9,7 @@
  * <kubelet-root>/plugins_registry (plugin-watcher mode; the one socket serves both
  * pluginregistration.Registration and v1beta1.DevicePlugin, GetInfo's endpoint is empty).
  * kubelet restarts (kubelet.sock re-created, our socket deleted) re-create the socket and
- * register again at once; Register backs off 100 ms doubling to 5 s while kubelet is away.
+ * register again at once; Register backs off 10 ms doubling to 5 s while kubelet is away.
  *
  * Signals: SIGHUP reloads the config (applied as a diff when valid, else the old one keeps
  * serving) and rescans at once; SIGTERM/SIGINT close the streams, remove the daemon's own

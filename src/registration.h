@@ -25,7 +25,12 @@ struct rdp_event;
 
 #define RDP_API_VERSION "v1beta1"
 #define RDP_REGISTER_PATH "/v1beta1.Registration/Register"
-#define RDP_REGISTRATION_BACKOFF_MIN_USEC (100 * 1000ULL)
+/*
+ * kubelet creates kubelet.sock a moment before it listens on it (Go's net.Listen binds, then
+ * listens), so the first dial after the create event may be refused: retry soon, then back
+ * off. 10 ms doubling reaches the 5 s cap after 10 failures.
+ */
+#define RDP_REGISTRATION_BACKOFF_MIN_USEC (10 * 1000ULL)
 #define RDP_REGISTRATION_BACKOFF_MAX_USEC (5 * 1000 * 1000ULL)
 /* kubelet dials back and calls GetDevicePluginOptions inside Register: leave it time. */
 #define RDP_REGISTRATION_TIMEOUT_USEC (30 * 1000 * 1000ULL)
