@@ -17,6 +17,7 @@
 #include "device.h"
 #include "diag.h"
 #include "discovery.h"
+#include "rescan.h"
 #include "dp-service.h"
 #include "event.h"
 #include "grpc.h"
@@ -74,6 +75,8 @@ struct daemon {
 	struct rdp_event_source *sig_src[3];
 	char *pool_warnings; /* the last pool warnings logged, to log only changes */
 	int netns_logged; /* -1: not yet; else the rdp_netns_mode last logged */
+	struct rdp_scanner *scanner; /* roots kept open; the host model between rescans */
+	bool pools_stale; /* new config or failed update: rebuild on an unchanged host too */
 };
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m)
@@ -447,24 +450,35 @@ static void log_pool_diags(struct daemon *d, const struct rdp_diags *diags)
 	}
 }
 
-/* Discovers the host, rebuilds the pools and updates every resource. Returns 0 or errno. */
-static int rescan(struct daemon *d, const char *why)
+/*
+ * Rescans the host (cheaply when mode allows, rescan.h) and, when it changed or the pools are
+ * stale, rebuilds the pools and updates every resource. Returns 0 or errno.
+ */
+static int rescan(struct daemon *d, const char *why, enum rdp_scan_mode mode)
 {
-	struct rdp_host *h = NULL;
+	const struct rdp_host *h;
 	struct rdp_pools *pools = NULL;
 	struct rdp_diags diags = {0};
 	int k;
 
-	k = rdp_discover(d->o->sysfs_root, d->o->dev_root, &h);
+	k = rdp_scanner_scan(d->scanner, mode);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=%s",
 			rdp_log_q(d->o->sysfs_root), rdp_log_q(d->o->dev_root), errstr(k), why);
 		return k;
 	}
+	h = rdp_scanner_host(d->scanner);
+	if (k == 0 && !d->pools_stale) {
+		rdp_log(RDP_LOG_DEBUG, "rescanned", "why=%s devices=%zu changed=0 full=%d", why,
+			h->n_devices, rdp_scanner_stats(d->scanner)->last_full);
+		return 0;
+	}
+	d->pools_stale = false;
 	log_host(d, h);
 	k = rdp_pools_build(d->config, h, &pools, &diags);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "rescan-failed", "error=%s why=%s", errstr(k), why);
+		d->pools_stale = true;
 		goto out;
 	}
 	log_pool_diags(d, &diags);
@@ -480,6 +494,7 @@ static int rescan(struct daemon *d, const char *why)
 		if (k < 0) {
 			rdp_log(RDP_LOG_ERROR, "rescan-failed", "resource=%s error=%s why=%s",
 				r->full_name, errstr(k), why);
+			d->pools_stale = true;
 			continue;
 		}
 		if (!r->has_state) {
@@ -498,11 +513,11 @@ static int rescan(struct daemon *d, const char *why)
 		}
 	}
 	k = 0;
-	rdp_log(RDP_LOG_DEBUG, "rescanned", "why=%s devices=%zu", why, h->n_devices);
+	rdp_log(RDP_LOG_DEBUG, "rescanned", "why=%s devices=%zu changed=1 full=%d", why,
+		h->n_devices, rdp_scanner_stats(d->scanner)->last_full);
 out:
 	rdp_diags_done(&diags);
 	rdp_pools_free(pools);
-	rdp_host_free(h);
 	return k;
 }
 
@@ -518,7 +533,7 @@ static int on_rescan_timer(struct rdp_event_source *s, void *userdata)
 {
 	struct daemon *d = userdata;
 
-	rescan(d, "periodic");
+	rescan(d, "periodic", RDP_SCAN_AUTO);
 	arm_rescan(d);
 	return 0;
 }
@@ -698,7 +713,7 @@ static void reload(struct daemon *d)
 			rdp_log_q(d->o->config_file), diags.n_errors, errstr(k),
 			rdp_log_q("keeping the running configuration"));
 		rdp_diags_done(&diags);
-		rescan(d, "sighup");
+		rescan(d, "sighup", RDP_SCAN_FULL);
 		return;
 	}
 	log_diags(&diags, "config-warning");
@@ -752,7 +767,8 @@ static void reload(struct daemon *d)
 		"config=%s resources=%zu added=%zu removed=%zu kept=%zu",
 		rdp_log_q(d->o->config_file), d->n_res, added, removed, kept);
 	/* States first, so that a new socket's first snapshot is already the full one. */
-	rescan(d, "sighup");
+	d->pools_stale = true;
+	rescan(d, "sighup", RDP_SCAN_FULL);
 	for (size_t i = 0; i < d->n_res; i++)
 		if (!d->res[i]->started)
 			resource_start(d->res[i]);
@@ -795,6 +811,7 @@ static void daemon_done(struct daemon *d)
 	rdp_event_source_free(d->inotify_src);
 	rdp_event_source_free(d->apply_src);
 	rdp_event_source_free(d->rescan_src);
+	d->scanner = rdp_scanner_free(d->scanner);
 	rdp_event_source_free(d->rewatch_src);
 	if (d->inotify_fd >= 0)
 		close(d->inotify_fd);
@@ -876,7 +893,13 @@ static int daemon_setup(struct daemon *d)
 		d->n_res++;
 	}
 	/* The states before any socket: kubelet's first ListAndWatch gets the real snapshot. */
-	k = rescan(d, "start");
+	k = rdp_scanner_new(o->sysfs_root, o->dev_root, &d->scanner);
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
+			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), errstr(k));
+		return k;
+	}
+	k = rescan(d, "start", RDP_SCAN_FULL);
 	if (k < 0)
 		return k;
 

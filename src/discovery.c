@@ -62,6 +62,7 @@ struct ctx {
 	size_t n_cdevs;
 	struct pf_info *pfs;
 	size_t n_pfs;
+	struct rdp_discovery_device *rec; /* the device being discovered, when recording */
 };
 
 static void ctx_done(struct ctx *c)
@@ -184,19 +185,6 @@ static void path_dirname(char *p)
 		*p = '\0';
 }
 
-/* As the kernel's dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or spaces. */
-static bool ifname_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n >= RDP_IFNAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == '/' || s[i] == ':' || s[i] <= ' ' || s[i] == 0x7f)
-			return false;
-	return true;
-}
-
 static int add_netdev(struct rdp_device *d, const char *name)
 {
 	for (size_t i = 0; i < d->n_netdevs; i++)
@@ -258,7 +246,7 @@ static int add_net_dir(struct ctx *c, struct rdp_device *d, const char *dir)
 	if (r < 0)
 		return 0;
 	for (size_t i = 0; i < n && r >= 0; i++)
-		if (ifname_valid(names[i]))
+		if (rdp_is_ifname(names[i]))
 			r = add_netdev(d, names[i]);
 	rdp_sysfs_names_free(names, n);
 	return r < 0 ? r : 0;
@@ -477,7 +465,8 @@ static int scan_gids(struct ctx *c, struct rdp_device *d, const char *portdir, s
 		    rdp_sysfs_read_attr(c->sys, path, type, sizeof(type)) <= 0)
 			continue;
 		if (path_fmt(path, sizeof(path), "%s/gid_attrs/ndevs/%u", portdir, idx[i]) >= 0 &&
-		    rdp_sysfs_read_attr(c->sys, path, ndev, sizeof(ndev)) > 0 && ifname_valid(ndev))
+		    rdp_sysfs_read_attr(c->sys, path, ndev, sizeof(ndev)) > 0 &&
+		    rdp_is_ifname(ndev))
 			r = add_netdev(d, ndev);
 		if (r < 0 || p->roce_v2_ipv4_gid_index >= 0 || strcmp(type, "RoCE v2") != 0)
 			continue;
@@ -486,6 +475,14 @@ static int scan_gids(struct ctx *c, struct rdp_device *d, const char *portdir, s
 			continue;
 		if (rdp_parse_gid(gidbuf, gid) == 0 && rdp_gid_is_ipv4_mapped(gid))
 			p->roce_v2_ipv4_gid_index = (int)idx[i];
+	}
+	if (c->rec) {
+		/* A rescan reads the same slots: the table's size is fixed while registered. */
+		struct rdp_discovery_port *rp = &c->rec->ports[p - d->ports];
+
+		rp->gids_listed = true;
+		rp->gid_slots = TAKE_PTR(idx);
+		rp->n_gid_slots = n;
 	}
 	rdp_free(idx);
 	return r;
@@ -582,6 +579,14 @@ static int fill_ports(struct ctx *c, struct rdp_device *d, const char *ibdir)
 		goto out;
 	}
 	d->n_ports = n;
+	if (c->rec) {
+		c->rec->ports = rdp_calloc(n, sizeof(*c->rec->ports));
+		if (!c->rec->ports) {
+			r = -ENOMEM;
+			goto out;
+		}
+		c->rec->n_ports = n;
+	}
 	for (size_t i = 0; i < n; i++) {
 		d->ports[i].num = nums[i];
 		r = fill_port(c, d, ibdir, &d->ports[i]);
@@ -651,7 +656,7 @@ static int pf_load(struct ctx *c, const char *pfdir, struct pf_info **ret)
 		goto fail;
 	if (r >= 0) {
 		for (size_t i = 0; i < n; i++)
-			if (ifname_valid(names[i])) {
+			if (rdp_is_ifname(names[i])) {
 				snprintf(pf.netdev, sizeof(pf.netdev), "%s", names[i]);
 				break;
 			}
@@ -756,6 +761,8 @@ static int fill_vf(struct ctx *c, struct rdp_device *d, const char *pci)
 			return r;
 	}
 	snprintf(d->pf_netdev, sizeof(d->pf_netdev), "%s", pf->netdev);
+	if (c->rec)
+		c->rec->pf = (long)(pf - c->pfs);
 	for (size_t i = 0; i < pf->n_vfs; i++)
 		if (strcmp(pf->vfs[i].path, pci) == 0) {
 			d->vf_index = (int)pf->vfs[i].index;
@@ -888,6 +895,8 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 				       quote(target, q, sizeof(q)));
 		return problem(d, "%s: %s", class, errstr(r));
 	}
+	if (c->rec && !(c->rec->ibdir = rdp_strdup(ibdir)))
+		return -ENOMEM;
 
 	r = read_attr(c, d, ibdir, "node_guid", "node_guid", false, buf, sizeof(buf));
 	if (r > 0 && rdp_parse_guid(buf, d->node_guid) < 0)
@@ -909,6 +918,8 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 	r = find_parent(c, d, ibdir, pci, netdir, sizeof(pci));
 	if (r < 0)
 		return r;
+	if (c->rec && (!(c->rec->pci = rdp_strdup(pci)) || !(c->rec->netdir = rdp_strdup(netdir))))
+		return -ENOMEM;
 	if (*pci) {
 		r = fill_pci(c, d, pci);
 		if (r < 0)
@@ -920,10 +931,11 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 			return r;
 	}
 	/* rxe names its netdev in `parent`. */
-	if (path_fmt(pci, sizeof(pci), "%s/parent", ibdir) >= 0 &&
-	    rdp_sysfs_read_attr(c->sys, pci, buf, sizeof(buf)) > 0 && ifname_valid(buf)) {
-		r = add_netdev(d, buf);
-		if (r < 0)
+	if (path_fmt(pci, sizeof(pci), "%s/parent", ibdir) >= 0) {
+		r = rdp_sysfs_read_attr(c->sys, pci, buf, sizeof(buf));
+		if (c->rec)
+			c->rec->has_parent = r != -ENOENT;
+		if (r > 0 && rdp_is_ifname(buf) && (r = add_netdev(d, buf)) < 0)
 			return r;
 	}
 	if (d->n_netdevs > 1)
@@ -953,9 +965,47 @@ static int read_netns_mode(struct ctx *c)
 	return 0;
 }
 
-int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
+struct rdp_discovery_record *rdp_discovery_record_free(struct rdp_discovery_record *rec)
+{
+	if (!rec)
+		return NULL;
+	for (size_t i = 0; i < rec->n_devices; i++) {
+		struct rdp_discovery_device *d = &rec->devices[i];
+
+		for (size_t j = 0; j < d->n_ports; j++)
+			rdp_free(d->ports[j].gid_slots);
+		rdp_free(d->ports);
+		rdp_free(d->ibdir);
+		rdp_free(d->pci);
+		rdp_free(d->netdir);
+	}
+	rdp_free(rec->devices);
+	for (size_t i = 0; i < rec->n_pf_dirs; i++)
+		rdp_free(rec->pf_dirs[i]);
+	rdp_free(rec->pf_dirs);
+	rdp_free(rec);
+	return NULL;
+}
+
+/* Moves the PF directories found into the record, in c->pfs order (rdp_discovery_device.pf). */
+static int record_pfs(struct ctx *c, struct rdp_discovery_record *rec)
+{
+	if (c->n_pfs == 0)
+		return 0;
+	rec->pf_dirs = rdp_calloc(c->n_pfs, sizeof(*rec->pf_dirs));
+	if (!rec->pf_dirs)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_pfs; i++)
+		rec->pf_dirs[i] = TAKE_PTR(c->pfs[i].path);
+	rec->n_pf_dirs = c->n_pfs;
+	return 0;
+}
+
+static int discover(int sysfs_fd, int dev_fd, struct rdp_host **ret,
+		    struct rdp_discovery_record **ret_rec)
 {
 	struct ctx c = {.sys = sysfs_fd, .dev = dev_fd};
+	struct rdp_discovery_record *rec = NULL;
 	char **names = NULL;
 	size_t n = 0, k = 0;
 	int r;
@@ -963,6 +1013,13 @@ int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
 	c.host = rdp_calloc(1, sizeof(*c.host));
 	if (!c.host)
 		return -ENOMEM;
+	if (ret_rec) {
+		rec = rdp_calloc(1, sizeof(*rec));
+		if (!rec) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
 
 	r = rdp_sysfs_list_dir(sysfs_fd, "class/infiniband", RDP_MAX_DEVICES, &names, &n);
 	if (r == -ENOMEM)
@@ -983,6 +1040,13 @@ int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
 			r = -ENOMEM;
 			goto fail;
 		}
+		if (rec) {
+			rec->devices = rdp_calloc(n, sizeof(*rec->devices));
+			if (!rec->devices) {
+				r = -ENOMEM;
+				goto fail;
+			}
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (strlen(names[i]) >= RDP_IBDEV_NAME_MAX) {
@@ -994,6 +1058,11 @@ int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
 		}
 		/* Counted before it is filled, so that a failure frees what it holds. */
 		c.host->n_devices = ++k;
+		if (rec) {
+			rec->n_devices = k;
+			c.rec = &rec->devices[k - 1];
+			c.rec->pf = -1;
+		}
 		r = discover_device(&c, names[i], &c.host->devices[k - 1]);
 		if (r < 0)
 			goto fail;
@@ -1007,16 +1076,32 @@ int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
 	else if (c.host->n_devices > 0 &&
 		 (r = host_problem(c.host, "/dev/infiniband/rdma_cm missing")) < 0)
 		goto fail;
+	if (rec && (r = record_pfs(&c, rec)) < 0)
+		goto fail;
 
 	rdp_sysfs_names_free(names, n);
 	ctx_done(&c);
 	*ret = c.host;
+	if (ret_rec)
+		*ret_rec = rec;
 	return 0;
 fail:
 	rdp_sysfs_names_free(names, n);
 	ctx_done(&c);
 	rdp_host_free(c.host);
+	rdp_discovery_record_free(rec);
 	return r;
+}
+
+int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
+{
+	return discover(sysfs_fd, dev_fd, ret, NULL);
+}
+
+int rdp_discover_record_at(int sysfs_fd, int dev_fd, struct rdp_host **ret,
+			   struct rdp_discovery_record **ret_rec)
+{
+	return discover(sysfs_fd, dev_fd, ret, ret_rec);
 }
 
 int rdp_discover(const char *sysfs_root, const char *dev_root, struct rdp_host **ret)

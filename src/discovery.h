@@ -5,6 +5,9 @@
  * partial is still reported, with problems saying what is missing; it never hides others.
  */
 #pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "device.h"
 
 #define RDP_DEFAULT_SYSFS_ROOT "/sys"
@@ -22,3 +25,41 @@ int rdp_discover(const char *sysfs_root, const char *dev_root, struct rdp_host *
  * failed, or to keep them open across rescans. The fds stay owned by the caller.
  */
 int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret);
+
+/*
+ * Where a discovery found each device's parts, so that a rescan (rescan.h) can go straight to
+ * the attributes that change while a device stays registered. Paths are canonical, relative
+ * to the sysfs root; NULL where discovery did not get that far (the device then has problems).
+ * Arrays run parallel to host->devices and device->ports.
+ */
+struct rdp_discovery_port {
+	bool gids_listed; /* gid_attrs/types could be listed (Ethernet ports only) */
+	unsigned int *gid_slots; /* its numbered entries, ascending */
+	size_t n_gid_slots;
+};
+
+struct rdp_discovery_device {
+	char *ibdir; /* devices/.../infiniband/mlx5_0 */
+	char *pci; /* the PCI function; "" for none */
+	char *netdir; /* the directory whose net/ holds its netdevs; "" for none */
+	long pf; /* VF: index into rdp_discovery_record.pf_dirs; -1 otherwise */
+	bool has_parent; /* <ibdir>/parent exists (rxe names its netdev there) */
+	struct rdp_discovery_port *ports;
+	size_t n_ports;
+};
+
+struct rdp_discovery_record {
+	struct rdp_discovery_device *devices;
+	size_t n_devices;
+	char **pf_dirs; /* canonical PF directories of the VFs found */
+	size_t n_pf_dirs;
+};
+
+/*
+ * rdp_discover_at() that also returns the record of where things were found. Returns as
+ * rdp_discover_at(); *ret_rec is set only on success.
+ */
+int rdp_discover_record_at(int sysfs_fd, int dev_fd, struct rdp_host **ret,
+			   struct rdp_discovery_record **ret_rec);
+/* Accepts NULL, returns NULL. */
+struct rdp_discovery_record *rdp_discovery_record_free(struct rdp_discovery_record *rec);

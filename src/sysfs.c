@@ -388,6 +388,39 @@ int rdp_sysfs_list_dir(int root, const char *path, size_t max, char ***ret_names
 	return 0;
 }
 
+int rdp_sysfs_scan_dir(int root, const char *path, rdp_sysfs_entry_cb cb, void *userdata)
+{
+	/* 8 KiB: a few hundred entries per getdents64() call, and small enough for any stack. */
+	char buf[8192] __attribute__((aligned(8)));
+	_cleanup_close_ int fd = -1;
+
+	fd = rdp_sysfs_open(root, path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		ssize_t n = getdents64(fd, buf, sizeof(buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return 0;
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
+			int r;
+
+			off += de->d_reclen;
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			r = cb(fd, de->d_name, (uint64_t)de->d_ino, de->d_type, userdata);
+			if (r)
+				return r;
+		}
+	}
+}
+
 const char *rdp_path_basename(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -701,6 +734,18 @@ static bool hex_run(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+bool rdp_is_ifname(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= 16 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || s[i] <= ' ' || s[i] == 0x7f)
 			return false;
 	return true;
 }

@@ -72,6 +72,22 @@ int rdp_sysfs_resolve(int root, const char *path, char *buf, size_t size);
 int rdp_sysfs_list_dir(int root, const char *path, size_t max, char ***ret_names, size_t *ret_n);
 void rdp_sysfs_names_free(char **names, size_t n);
 
+/*
+ * Called by rdp_sysfs_scan_dir() for one entry: dirfd is the directory (open for the scan only,
+ * e.g. for readlinkat()), name the entry, ino and type its d_ino and d_type (DT_*, DT_UNKNOWN
+ * where the filesystem does not say). A non-zero return stops the scan.
+ */
+typedef int (*rdp_sysfs_entry_cb)(int dirfd, const char *name, uint64_t ino, unsigned char type,
+				  void *userdata);
+
+/*
+ * Calls cb for every entry of the directory at path below root but "." and "..", in the order
+ * the filesystem returns them (unsorted). Allocates nothing: for rescans that must stay cheap.
+ * Returns 0, a negative errno from open or getdents (-ENOENT, -ENOTDIR...), or the first
+ * non-zero value cb returned.
+ */
+int rdp_sysfs_scan_dir(int root, const char *path, rdp_sysfs_entry_cb cb, void *userdata);
+
 /* The last component of a relative or absolute path ("a/b" -> "b"; "" -> ""). */
 const char *rdp_path_basename(const char *path);
 
@@ -120,6 +136,10 @@ int rdp_parse_link_layer(const char *s, int *ret);
 
 /* A kernel bool module parameter: "Y"/"1" -> true, "N"/"0" -> false. */
 int rdp_parse_bool(const char *s, bool *ret);
+
+/* A netdev name as the kernel's dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':',
+ * space or control byte. */
+bool rdp_is_ifname(const char *s);
 
 /* A PCI address "0000:18:00.0" (domain 4-8 hex digits, bus 2, device 2 <= 1f, function 0-7). */
 bool rdp_is_pci_address(const char *s);
