@@ -246,17 +246,11 @@ static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, 
 	rdp_watcher_dispatch(&r->winfo, call, req, len);
 }
 
-static const struct rdp_grpc_method kubelet_methods[] = {
-	{.path = "/v1beta1.DevicePlugin/GetDevicePluginOptions", .handler = on_call},
-	{.path = "/v1beta1.DevicePlugin/ListAndWatch",
-	 .handler = on_call,
-	 .server_streaming = true},
-	{.path = "/v1beta1.DevicePlugin/GetPreferredAllocation", .handler = on_call},
-	{.path = "/v1beta1.DevicePlugin/Allocate", .handler = on_call},
-	{.path = "/v1beta1.DevicePlugin/PreStartContainer", .handler = on_call},
-};
-
-static const struct rdp_grpc_method watcher_methods[] = {
+/*
+ * The device plugin's methods first, then the plugin watcher's: a kubelet.sock socket serves
+ * the first N_DEVICE_PLUGIN_METHODS, a plugins_registry socket all of them.
+ */
+static const struct rdp_grpc_method all_methods[] = {
 	{.path = "/v1beta1.DevicePlugin/GetDevicePluginOptions", .handler = on_call},
 	{.path = "/v1beta1.DevicePlugin/ListAndWatch",
 	 .handler = on_call,
@@ -267,6 +261,7 @@ static const struct rdp_grpc_method watcher_methods[] = {
 	{.path = "/pluginregistration.Registration/GetInfo", .handler = on_call},
 	{.path = "/pluginregistration.Registration/NotifyRegistrationStatus", .handler = on_call},
 };
+#define N_DEVICE_PLUGIN_METHODS 5
 
 /* Resources. */
 
@@ -858,12 +853,12 @@ static int daemon_setup(struct daemon *d)
 	}
 	if (d->mode == RDP_REGISTRATION_KUBELET_SOCK) {
 		d->sock_dir = d->plugin_dir;
-		d->methods = kubelet_methods;
-		d->n_methods = ARRAY_SIZE(kubelet_methods);
+		d->methods = all_methods;
+		d->n_methods = N_DEVICE_PLUGIN_METHODS;
 	} else {
 		d->sock_dir = d->registry_dir;
-		d->methods = watcher_methods;
-		d->n_methods = ARRAY_SIZE(watcher_methods);
+		d->methods = all_methods;
+		d->n_methods = ARRAY_SIZE(all_methods);
 	}
 	rdp_log(RDP_LOG_INFO, "starting",
 		"version=%s config=%s sysfs=%s dev=%s kubelet_root=%s registration=%s "
