@@ -384,10 +384,14 @@ static int resource_new(struct daemon *d, const struct rdp_resource *c, struct r
 			return k;
 		}
 	}
-	/* Plugin watcher: empty endpoint = "this socket" (kubelet uses the socket it dialled). */
+	/*
+	 * Plugin watcher: the endpoint is this very socket, named in full as the Go plugins do:
+	 * kubelet's watcher reads an empty endpoint as "the socket I dialled", but not every
+	 * kubelet implementation is kubelet.
+	 */
 	r->winfo = (struct rdp_watcher_info){
 		.name = r->full_name,
-		.endpoint = "",
+		.endpoint = r->sock_path,
 		.status = on_watcher_status,
 		.userdata = r,
 	};

@@ -227,7 +227,7 @@ def test_plugins_registry_mode(env):
     info = reg.info[1]
     assert info.type == "DevicePlugin"
     assert info.name == SEED_RES
-    assert info.endpoint == ""          # "this socket"
+    assert info.endpoint == str(sock)   # this very socket, in full
     assert list(info.supported_versions) == ["v1beta1"]
     assert reg.endpoint == str(sock)
     kl.wait(lambda: any(p == str(sock) and ok for p, ok, _ in kl.notified), what="notify")
