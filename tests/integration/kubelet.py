@@ -211,6 +211,8 @@ class FakeKubelet:
         self.notified = []       # (socket, registered, error) sent in watcher mode
         self.generation = 0      # bumped by every (re)start
         self.refuse = 0          # refuse this many Register calls (UNKNOWN), as a sick kubelet
+        self.register_delay = 0  # seconds a Register waits before dialing the plugin (a slow
+                                 # kubelet, to open race windows deterministically)
         self._server = None
         self._live = False       # between start() and stop()
         self._watcher = None
@@ -296,6 +298,8 @@ class FakeKubelet:
         if name.count("/") != 1 or name.startswith("kubernetes.io/") or not all(name.split("/")):
             return self._refuse(context, 'the ResourceName "%s" is invalid' % name)
         path = self.plugin_dir / req.endpoint
+        if self.register_delay:
+            time.sleep(self.register_delay)
         try:
             reg = self._connect(name, path, "kubelet-sock")
         except Exception as e:  # noqa: BLE001 - kubelet answers any failure with the text
@@ -486,9 +490,12 @@ class Daemon:
     """`rdma-dp serve` as a child process, its stderr log collected line by line."""
 
     def __init__(self, binary, *, config, sysfs, dev, kubelet_root, registration=None,
-                 verbose=False, extra=()):
-        args = [str(binary), "serve", "--config-file", str(config), "--sysfs-root", str(sysfs),
-                "--dev-root", str(dev), "--kubelet-root-dir", str(kubelet_root)]
+                 verbose=False, extra=(), wrapper=()):
+        """wrapper: a command the daemon runs under (valgrind ...), its pid being the
+        daemon's (valgrind runs the guest in its own process)."""
+        args = [*map(str, wrapper), str(binary), "serve", "--config-file", str(config),
+                "--sysfs-root", str(sysfs), "--dev-root", str(dev), "--kubelet-root-dir",
+                str(kubelet_root)]
         if registration:
             args += ["--registration", registration]
         if verbose:
@@ -571,6 +578,22 @@ def raw_connect(path):
     s.settimeout(10)
     s.connect(str(path))
     return s
+
+
+def proc_status(pid):
+    """{field: value} of /proc/<pid>/status, plus "fds": the number of open descriptors."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            k, _, v = ln.partition(":")
+            out[k] = v.strip()
+    out["fds"] = len(os.listdir("/proc/%d/fd" % pid))
+    return out
+
+
+def rss_kib(pid):
+    """Resident memory (VmRSS) of a process in KiB."""
+    return int(proc_status(pid)["VmRSS"].split()[0])
 
 
 def sanitized():
