@@ -48,6 +48,24 @@ struct resource {
 	struct rdp_event_source *retry; /* re-creating the socket after a failure */
 	uint64_t retry_usec;
 	unsigned int kubelet_gen; /* d->kubelet_gen when the last Register attempt started */
+	/*
+	 * The last registration handshake: a Register sent (kubelet.sock) or a GetInfo answered
+	 * (plugin watcher). Until kubelet has answered it (Register's reply, or
+	 * NotifyRegistrationStatus), kubelet may still dial sock_path for full_name.
+	 */
+	uint64_t handshake_usec;
+	bool handshake_open;
+	/*
+	 * Removed from the config with a handshake open: it keeps its socket (so kubelet's dial
+	 * for full_name reaches this resource and no successor on the same path) until the
+	 * handshake resolves or times out, then it is freed (d->reap_src).
+	 */
+	bool retiring;
+	bool released; /* retiring and resolved: free at the next reap */
+	const char *release_why;
+	struct rdp_event_source *retire_timer;
+	struct resource *retiring_next;
+	bool waiting; /* not started: its socket path is still held by a retiring resource */
 	bool need_restart;
 	bool started;
 	bool has_state; /* a state was set at least once (for the first "pool" log line) */
@@ -66,12 +84,13 @@ struct daemon {
 	char *kubelet_sock; /* <plugin_dir>/kubelet.sock */
 	struct resource **res; /* res[i] serves config->resources[i] */
 	size_t n_res;
+	struct resource *retiring; /* removed resources holding their socket (resource.retiring) */
 	const struct rdp_grpc_method *methods;
 	size_t n_methods;
 	int inotify_fd;
 	int watch_wd;
 	unsigned int kubelet_gen; /* bumped when kubelet.sock appears (a kubelet (re)started) */
-	struct rdp_event_source *inotify_src, *apply_src, *rescan_src, *rewatch_src;
+	struct rdp_event_source *inotify_src, *apply_src, *rescan_src, *rewatch_src, *reap_src;
 	struct rdp_event_source *sig_src[3];
 	char *pool_warnings; /* the last pool warnings logged, to log only changes */
 	int netns_logged; /* -1: not yet; else the rdp_netns_mode last logged */
@@ -169,6 +188,22 @@ static void log_state(struct resource *r, const char *event, enum rdp_log_level 
 }
 
 static void drain_inotify(struct daemon *d);
+static void resource_release(struct resource *r, const char *why);
+
+/* A handshake began: until kubelet answers it, kubelet may dial our socket for full_name. */
+static void handshake_begin(struct resource *r)
+{
+	r->handshake_usec = rdp_now_usec();
+	r->handshake_open = true;
+}
+
+/* kubelet answered: its dial for full_name, if any, is done. */
+static void handshake_end(struct resource *r, const char *why)
+{
+	r->handshake_open = false;
+	if (r->retiring)
+		resource_release(r, why);
+}
 
 static void on_register_attempt(void *userdata, unsigned int attempt)
 {
@@ -180,6 +215,7 @@ static void on_register_attempt(void *userdata, unsigned int attempt)
 	 */
 	drain_inotify(r->d);
 	r->kubelet_gen = r->d->kubelet_gen;
+	handshake_begin(r);
 	rdp_log(RDP_LOG_DEBUG, "register-attempt", "resource=%s attempt=%u kubelet=%s",
 		r->full_name, attempt, rdp_log_q(r->d->kubelet_sock));
 }
@@ -191,6 +227,23 @@ static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
 	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
 	unsigned int failures;
 
+	if (r->retiring) {
+		bool ok = error == 0 && code == RDP_GRPC_OK;
+		const char *err = "none";
+
+		if (error)
+			err = errstr(error);
+		else if (!ok)
+			err = rdp_log_q(message && *message ? message : rdp_grpc_code_name(code));
+		/* No retry for a removed resource: its socket goes now. */
+		rdp_registration_stop(r->reg);
+		rdp_log(RDP_LOG_INFO, "register-resolved",
+			"resource=%s endpoint=%s mode=kubelet-sock registered=%d error=%s",
+			r->full_name, rdp_log_q(r->sock_path), ok, err);
+		handshake_end(r, ok ? "registered" : "register-failed");
+		return;
+	}
+	handshake_end(r, NULL);
 	if (error == 0 && code == RDP_GRPC_OK) {
 		r->reg_failures = 0;
 		rdp_log(RDP_LOG_INFO, "registered",
@@ -214,6 +267,8 @@ static void on_watcher_status(void *userdata, bool registered, const char *error
 	struct resource *r = userdata;
 	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
 
+	/* Called from a handler of r's server: handshake_end() only defers the release. */
+	handshake_end(r, registered ? "notified" : "notify-failed");
 	if (registered)
 		rdp_log(RDP_LOG_INFO, "registered",
 			"resource=%s endpoint=%s mode=plugins-registry units=%u healthy=%u",
@@ -243,6 +298,15 @@ static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, 
 	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,
 		strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
 		(unsigned long long)rdp_grpc_call_id(call));
+	if (strcmp(path, rdp_watcher_method_paths[0]) == 0) {
+		/* No new handshake for a removed resource. */
+		if (r->retiring) {
+			rdp_grpc_call_fail(call, RDP_GRPC_UNAVAILABLE,
+					   "resource removed from the configuration");
+			return;
+		}
+		handshake_begin(r);
+	}
 	rdp_watcher_dispatch(&r->winfo, call, req, len);
 }
 
@@ -337,6 +401,7 @@ static struct resource *resource_free(struct resource *r)
 	r->reg = rdp_registration_free(r->reg);
 	r->dp = rdp_dp_service_free(r->dp);
 	rdp_event_source_free(r->retry);
+	rdp_event_source_free(r->retire_timer);
 	rdp_free(r->name);
 	rdp_free(r->prefix);
 	rdp_free(r->full_name);
@@ -396,6 +461,122 @@ static int resource_new(struct daemon *d, const struct rdp_resource *c, struct r
 		.userdata = r,
 	};
 	*ret = r;
+	return 0;
+}
+
+/*
+ * Removed resources and their socket paths.
+ *
+ * Sockets are named <resourceName>.sock, so a removed resource and a new one can share a path
+ * (a resourcePrefix change). While a removed resource's registration handshake is open,
+ * kubelet may still dial that path for the old name; if the new resource answered, kubelet
+ * would keep an endpoint for the old name fed by the new resource. So a removed resource with
+ * an open handshake retires instead of going at once: it keeps its socket and serves (refusing
+ * new handshakes) until kubelet answers or the handshake times out; then its connections are
+ * closed, ending any stream kubelet opened for the old name, and only then may a resource on
+ * the same path listen and register.
+ */
+
+static struct resource *path_holder(struct daemon *d, const char *sock_path)
+{
+	for (struct resource *h = d->retiring; h; h = h->retiring_next)
+		if (strcmp(h->sock_path, sock_path) == 0)
+			return h;
+	return NULL;
+}
+
+/* Marks a retiring resource resolved; d->reap_src frees it (never inside its own server). */
+static void resource_release(struct resource *r, const char *why)
+{
+	if (!r->retiring || r->released)
+		return;
+	r->released = true;
+	r->release_why = why;
+	if (r->d->reap_src)
+		rdp_event_source_defer(r->d->reap_src);
+}
+
+static int on_retire_timeout(struct rdp_event_source *s, void *userdata)
+{
+	resource_release(userdata, "timeout");
+	return 0;
+}
+
+/*
+ * r is gone from the config. Returns true when it retires (d->retiring owns it now), false
+ * when the caller frees it at once: no handshake open, or it timed out already.
+ */
+static bool resource_retire(struct daemon *d, struct resource *r)
+{
+	uint64_t now = rdp_now_usec(), left;
+	int k;
+
+	if (!r->handshake_open || now - r->handshake_usec >= RDP_REGISTRATION_TIMEOUT_USEC)
+		return false;
+	left = r->handshake_usec + RDP_REGISTRATION_TIMEOUT_USEC - now;
+	k = rdp_event_add_timer(d->event, left, on_retire_timeout, r, &r->retire_timer);
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "timer-failed", "resource=%s error=%s", r->full_name,
+			errstr(k));
+		return false;
+	}
+	r->retiring = true;
+	/* Nothing new for the old name: no socket re-creation, no further Register attempt. */
+	if (r->retry)
+		rdp_event_source_set_timer(r->retry, 0);
+	if (!rdp_registration_in_flight(r->reg))
+		rdp_registration_stop(r->reg);
+	r->retiring_next = d->retiring;
+	d->retiring = r;
+	return true;
+}
+
+/* Starts the resources not started yet whose socket path is free. */
+static void start_ready(struct daemon *d)
+{
+	for (size_t i = 0; i < d->n_res; i++) {
+		struct resource *r = d->res[i];
+		struct resource *h;
+
+		if (r->started)
+			continue;
+		h = path_holder(d, r->sock_path);
+		if (h) {
+			uint64_t end = h->handshake_usec + RDP_REGISTRATION_TIMEOUT_USEC;
+			uint64_t now = rdp_now_usec();
+
+			/* Once per wait: a reload keeping r while it waits says nothing new. */
+			if (!r->waiting)
+				rdp_log(RDP_LOG_INFO, "socket-busy",
+					"resource=%s socket=%s holder=%s max_wait_ms=%llu",
+					r->full_name, rdp_log_q(r->sock_path), h->full_name,
+					(unsigned long long)(end > now ? (end - now) / 1000 : 0));
+			r->waiting = true;
+			continue;
+		}
+		r->waiting = false;
+		resource_start(r);
+	}
+}
+
+/* Frees the released retiring resources (closing their connections), then starts waiters. */
+static int on_reap(struct rdp_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	for (struct resource **p = &d->retiring; *p;) {
+		struct resource *r = *p;
+
+		if (!r->released) {
+			p = &r->retiring_next;
+			continue;
+		}
+		*p = r->retiring_next;
+		rdp_log(RDP_LOG_INFO, "socket-released", "resource=%s socket=%s why=%s",
+			r->full_name, rdp_log_q(r->sock_path), r->release_why);
+		resource_free(r);
+	}
+	start_ready(d);
 	return 0;
 }
 
@@ -748,13 +929,21 @@ static void reload(struct daemon *d)
 			kept++;
 		}
 	}
-	/* What is left in old is gone from the config: close its socket (only ours). */
+	/*
+	 * What is left in old is gone from the config: close its socket (only ours), or, while
+	 * kubelet may still dial it for this name, keep it until that is resolved.
+	 */
 	for (size_t i = 0; i < n_old; i++) {
+		bool retiring;
+
 		if (!old[i])
 			continue;
-		rdp_log(RDP_LOG_INFO, "resource-removed", "resource=%s socket=%s",
-			old[i]->full_name, rdp_log_q(old[i]->sock_path));
-		resource_free(old[i]);
+		retiring = resource_retire(d, old[i]);
+		rdp_log(RDP_LOG_INFO, "resource-removed", "resource=%s socket=%s release=%s",
+			old[i]->full_name, rdp_log_q(old[i]->sock_path),
+			retiring ? "after-handshake" : "now");
+		if (!retiring)
+			resource_free(old[i]);
 		removed++;
 	}
 	rdp_free(old);
@@ -768,9 +957,7 @@ static void reload(struct daemon *d)
 	/* States first, so that a new socket's first snapshot is already the full one. */
 	d->pools_stale = true;
 	rescan(d, "sighup", RDP_SCAN_FULL);
-	for (size_t i = 0; i < d->n_res; i++)
-		if (!d->res[i]->started)
-			resource_start(d->res[i]);
+	start_ready(d);
 	if (old_interval != c->periodic_update_interval)
 		arm_rescan(d);
 }
@@ -805,6 +992,13 @@ static void daemon_done(struct daemon *d)
 	for (size_t i = 0; i < d->n_res; i++)
 		resource_free(d->res[i]);
 	rdp_free(d->res);
+	while (d->retiring) {
+		struct resource *r = d->retiring;
+
+		d->retiring = r->retiring_next;
+		resource_free(r);
+	}
+	rdp_event_source_free(d->reap_src);
 	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
 		rdp_event_source_free(d->sig_src[i]);
 	rdp_event_source_free(d->inotify_src);
@@ -903,6 +1097,9 @@ static int daemon_setup(struct daemon *d)
 		return k;
 
 	k = rdp_event_add_defer(d->event, on_apply, d, &d->apply_src);
+	if (k < 0)
+		return k;
+	k = rdp_event_add_defer(d->event, on_reap, d, &d->reap_src);
 	if (k < 0)
 		return k;
 	k = rdp_event_add_timer(d->event, 0, on_rewatch, d, &d->rewatch_src);

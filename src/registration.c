@@ -105,6 +105,11 @@ bool rdp_registration_registered(const struct rdp_registration *r)
 	return r && r->registered;
 }
 
+bool rdp_registration_in_flight(const struct rdp_registration *r)
+{
+	return r && r->call;
+}
+
 static uint64_t next_backoff(struct rdp_registration *r)
 {
 	uint64_t d = r->backoff_usec ? r->backoff_usec : RDP_REGISTRATION_BACKOFF_MIN_USEC;

@@ -70,6 +70,8 @@ int rdp_registration_start(struct rdp_registration *r);
 void rdp_registration_stop(struct rdp_registration *r);
 /* True once the last attempt succeeded (and no start() since). */
 bool rdp_registration_registered(const struct rdp_registration *r);
+/* True while a Register call is outstanding (its done callback is still to come). */
+bool rdp_registration_in_flight(const struct rdp_registration *r);
 
 /* Plugin-watcher side. */
 

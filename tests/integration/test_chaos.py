@@ -21,7 +21,7 @@ test_chaos_plugin_watcher in plugin-watcher mode for a third of that. RDP_CHAOS_
 below) seeds every choice and is printed, with each step, so a failure can be replayed (the
 choices are the same; the daemon's timing is not). RDP_CHAOS_REPORT=<file> appends a summary
 line per run (steps, actions, VmRSS and descriptor figures). test_valgrind.py reuses Chaos
-under memcheck. The last test is a bug the chaos found, made deterministic (xfail until fixed).
+under memcheck. The last test is a bug the chaos found, made deterministic.
 """
 import json
 import os
@@ -321,7 +321,7 @@ class Chaos:
                     % (self.seed, self.step, msg, tail, log), pytrace=False)
 
     # -- configs ---------------------------------------------------------------------------
-    def random_config(self, rng, full=False, keep_prefix=False):
+    def random_config(self, rng, full=False):
         names = list(TEMPLATES) if full else rng.sample(
             list(TEMPLATES), rng.randint(1, len(TEMPLATES)))
         res = []
@@ -334,17 +334,6 @@ class Chaos:
                 sel = {"rootDevices": rng.sample(pcis, rng.randint(1, 3))}
                 if not full and rng.random() < 0.3:
                     r["resourcePrefix"] = "example.com"
-                if keep_prefix:
-                    # Known bug (test_prefix_change_while_register_in_flight): a prefix change
-                    # racing a registration in flight leaves kubelet a ghost endpoint. Until it
-                    # is fixed, no prefix change in a step that also restarts kubelet or
-                    # deletes a socket.
-                    cur = [x for x in self.valid["configList"]
-                           if x["resourceName"] == r["resourceName"]]
-                    if cur:
-                        r.pop("resourcePrefix", None)
-                        if "resourcePrefix" in cur[0]:
-                            r["resourcePrefix"] = cur[0]["resourcePrefix"]
             r["selectors"] = sel
             res.append(r)
         return {"periodicUpdateInterval": 1 if full else rng.choice(INTERVALS),
@@ -374,13 +363,13 @@ class Chaos:
         tmp.write_text(text, encoding="latin-1")
         os.replace(tmp, self.cfg_path)   # atomic, as a ConfigMap update
 
-    def sighup(self, good, rng, keep_prefix=False):
+    def sighup(self, good, rng):
         """Writes a config (good: a random valid one, else a broken one), sends SIGHUP and waits
         for the daemon to have applied or rejected it."""
         if good is None:
             what, cfg = "sighup-same", None
         elif good:
-            cfg = self.random_config(rng, keep_prefix=keep_prefix)
+            cfg = self.random_config(rng)
             self.write_config(json.dumps(cfg, indent=2) + "\n")
             what = "sighup-good"
         else:
@@ -521,7 +510,7 @@ class Chaos:
                 done.append(self.act_device(rng))
             elif name.startswith("sighup-"):
                 done.append(self.sighup({"sighup-good": True, "sighup-bad": False}.get(name),
-                                        rng, keep_prefix="kubelet" in plan))
+                                        rng))
         for t in threads:
             t.join(self.wait + 60)  # a hostile call may take its own 60 s deadline
             if t.is_alive():
@@ -739,17 +728,16 @@ def test_chaos_plugin_watcher(env):
 
 
 # ---------------------------------------------------------------------------------------------
-# A bug the chaos run found (seed 6, step 145), made deterministic with a slow kubelet.
+# A bug the chaos run found (seed 6, step 145), made deterministic with a slow kubelet: the
+# removed resource keeps a.sock until kubelet has answered its Register, then closes it.
 
-@pytest.mark.xfail(strict=True, reason="known bug: a resource removed while its Register is in "
-                   "flight leaves kubelet a ghost endpoint on the socket path its successor "
-                   "reuses (daemon.c reload(): same <resourceName>.sock for a new prefix)")
 def test_prefix_change_while_register_in_flight(env):
     """The config changes a resource's prefix (example.com/a -> rdma/a) while kubelet is still
-    handling example.com/a's Register. kubelet then dials a.sock, which by now is rdma/a's
-    socket, and keeps an endpoint "example.com/a" fed by rdma/a's ListAndWatch: a resource the
-    config no longer has, advertised with live units (and Allocate on it hands out rdma/a's
-    devices) until the next kubelet restart. Expected: example.com/a has no live stream."""
+    handling example.com/a's Register. kubelet then dials a.sock; when that was already
+    rdma/a's socket, kubelet kept an endpoint "example.com/a" fed by rdma/a's ListAndWatch: a
+    resource the config no longer has, advertised with live units (and Allocate on it handed
+    out rdma/a's devices) until the next kubelet restart. Expected: example.com/a has no live
+    stream."""
     def cfg(prefix):
         return {"configList": [{"resourceName": "a", "resourcePrefix": prefix, "rdmaHcaMax": 3,
                                 "selectors": {"ifNames": ["ib0"]}}]}

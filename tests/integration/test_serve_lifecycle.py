@@ -9,6 +9,8 @@ import signal
 import socket
 import stat
 import sys
+import threading
+import time
 
 import pytest
 
@@ -286,6 +288,66 @@ def test_sighup_prefix_change_reregisters(env):
     d.signal(signal.SIGHUP)
     kl.wait_registered("example.com/a", units=10)
     assert os.path.exists(kl.plugin_dir / "a.sock")
+
+
+def line_index(d, *needles):
+    """Index of the first log line containing every needle."""
+    with d.cond:
+        return next(i for i, ln in enumerate(d.lines) if all(n in ln for n in needles))
+
+
+@pytest.mark.parametrize("mode", ["kubelet-sock", "plugins-registry"])
+def test_prefix_change_waits_for_registration_in_flight(env, mode):
+    """A prefix change (example.com/a -> rdma/a, both on a.sock) while kubelet is still
+    registering example.com/a: kubelet's dial of a.sock for example.com/a comes after the
+    reload. The removed resource keeps a.sock and answers that dial itself; once kubelet has
+    answered (Register's reply; NotifyRegistrationStatus in watcher mode) it closes a.sock,
+    ending the stream kubelet opened for example.com/a. Only then rdma/a listens and registers,
+    so kubelet never has an example.com/a fed by rdma/a."""
+    kl = env.start_kubelet(mode=mode)
+    delay = [1.0]
+    dialing = threading.Event()
+    connect = kl._connect
+
+    def slow_connect(*args, **kw):  # a slow kubelet: the dial of the plugin comes late
+        dialing.set()
+        time.sleep(delay[0])
+        return connect(*args, **kw)
+
+    kl._connect = slow_connect
+    cfg = env.config({"configList": [seed_resource("a", 10, prefix="example.com")]})
+    d = env.daemon(cfg, registration=mode)
+    assert dialing.wait(60), "kubelet never started registering example.com/a"
+    env.config({"configList": [seed_resource("a", 20)]})
+    m = d.mark()
+    d.signal(signal.SIGHUP)
+    d.wait_log("event=config-reloaded", "added=1", "removed=1", start=m)
+    new = kl.wait_registered("rdma/a", units=20)
+    delay[0] = 0
+    # kubelet did register example.com/a, on the removed resource's own server: its snapshots
+    # are example.com/a's (10 units), never rdma/a's (20), and its stream ended.
+    ghosts = [r for r in kl.registrations if r.resource == "example.com/a"]
+    assert len(ghosts) == 1, kl.registrations
+    c = ghosts[0].client
+    with c.cond:
+        c.cond.wait_for(lambda: c.stream_error is not None, 30)
+        assert c.stream_error is not None, "example.com/a still live: %r" % (kl.describe(),)
+        assert c.snapshots and all(len(s.devices) == 10 for s in c.snapshots), \
+            [len(s.devices) for s in c.snapshots]
+    # The daemon's account: a.sock held, then released, then taken by rdma/a.
+    d.wait_log("event=resource-removed", "resource=example.com/a", "release=after-handshake",
+               start=m)
+    d.wait_log("event=socket-busy", "resource=rdma/a", "holder=example.com/a", start=m)
+    why = "why=registered" if mode == "kubelet-sock" else "why=notified"
+    released = line_index(d, "event=socket-released", "resource=example.com/a", why)
+    assert released < line_index(d, "event=listening", "resource=rdma/a")
+    assert d.count("event=listening", "resource=rdma/a") == 1
+    # rdma/a serves on a.sock, live.
+    assert stat.S_ISSOCK(os.lstat(new.endpoint).st_mode)
+    assert os.path.basename(new.endpoint) == "a.sock"
+    assert specs(new.client.allocate(["19"]))
+    assert new.client.stream_error is None
+    assert d.proc.poll() is None
 
 
 # ---------------------------------------------------------------------------------------------
