@@ -6,6 +6,8 @@
 #   make fuzz    run each libFuzzer target for FUZZ_SECONDS (default 60; clang, see tests/fuzz)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
+# CMake's own progress lines are enough; no "Entering directory" from every sub-make.
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps build check check-release check-asan demo image clean
 .PHONY: fuzz check-fuzz fuzz-build fuzz-run clean-fuzz
