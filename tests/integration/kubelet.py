@@ -598,3 +598,126 @@ def rss_kib(pid):
 
 def sanitized():
     return os.environ.get("RDP_SANITIZED", "").lower() in ("1", "on", "true", "yes")
+
+
+# -- raw HTTP/2 peers (hyper-h2, Debian python3-h2) ----------------------------------------------
+# grpcio hides the wire: these play a kubelet that is not ours, frame by frame, and show exactly
+# what rdma-dp sends back (headers, trailers, END_STREAM placement, GOAWAY).
+
+def grpc_msg(b):
+    """A Length-Prefixed-Message, uncompressed."""
+    return b"\0" + len(b).to_bytes(4, "big") + b
+
+
+def request_headers(path, authority="localhost", extra=()):
+    """Request HEADERS in grpc-go's order (createHeaderFields)."""
+    return [(":method", "POST"), (":scheme", "http"), (":path", path),
+            (":authority", authority), ("content-type", "application/grpc"),
+            ("user-agent", "grpc-go/1.33.0"), ("te", "trailers"), *extra]
+
+
+class RawClient:
+    """An HTTP/2 client connection on a unix socket, driven by hand. Every event is kept in
+    self.events; DATA is acknowledged (WINDOW_UPDATE) as it is read unless ack=False."""
+
+    def __init__(self, path, rcvbuf=None, settings=None, timeout=10):
+        import h2.config
+        import h2.connection
+        import h2.settings
+        self.h2 = __import__("h2.events").events
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.s.settimeout(timeout)
+        self.s.connect(str(path))
+        self.c = h2.connection.H2Connection(h2.config.H2Configuration(
+            client_side=True, header_encoding="utf-8"))
+        if settings:
+            self.c.local_settings = h2.settings.Settings(client=True, initial_values=settings)
+        self.c.initiate_connection()
+        self.flush()
+        self.events = []
+        self.data = {}  # stream id -> bytes received
+        self.eof = False
+
+    def flush(self):
+        out = self.c.data_to_send()
+        if out:
+            self.s.sendall(out)
+
+    def send(self, sid, path, body=None, end=True, authority="localhost", extra=(),
+             split=False):
+        """HEADERS (+ DATA with body, END_STREAM if end). split: flush between the two."""
+        self.c.send_headers(sid, request_headers(path, authority, extra),
+                            end_stream=end and body is None)
+        if split:
+            self.flush()
+            time.sleep(0.05)
+        if body is not None:
+            self.c.send_data(sid, grpc_msg(body), end_stream=end)
+        self.flush()
+
+    def pump(self, until=None, timeout=10, chunk=65536, delay=0, ack=True, ping=False):
+        """Reads and handles frames until until(self) is true, EOF or timeout. delay: sleep
+        between reads of chunk bytes (a slow reader). ping: a BDP ping after each DATA."""
+        deadline = time.monotonic() + timeout
+        while not (until and until(self)) and not self.eof and time.monotonic() < deadline:
+            if delay:
+                time.sleep(delay)
+            self.s.settimeout(max(0.01, min(1.0, deadline - time.monotonic())))
+            try:
+                b = self.s.recv(chunk)
+            except socket.timeout:
+                continue
+            except ConnectionResetError:
+                b = b""
+            if not b:
+                self.eof = True
+                break
+            for e in self.c.receive_data(b):
+                self.events.append(e)
+                if isinstance(e, self.h2.DataReceived):
+                    self.data[e.stream_id] = self.data.get(e.stream_id, b"") + e.data
+                    if ack:
+                        self.c.acknowledge_received_data(e.flow_controlled_length,
+                                                         e.stream_id)
+                    if ping:
+                        self.c.ping(bytes([2, 4, 16, 16, 9, 14, 7, 7]))
+            self.flush()
+        return self
+
+    def of(self, sid, cls):
+        return [e for e in self.events if isinstance(e, cls) and
+                getattr(e, "stream_id", sid) == sid]
+
+    def ended(self, sid):
+        return bool(self.of(sid, self.h2.StreamEnded) or self.of(sid, self.h2.StreamReset))
+
+    def response(self, sid, timeout=10):
+        """Waits for the end of stream sid: (headers, [message bytes], trailers or None)."""
+        self.pump(lambda c: c.ended(sid), timeout)
+        assert self.ended(sid), "stream %d did not end: %r" % (sid, self.events)
+        hs = self.of(sid, self.h2.ResponseReceived)
+        ts = self.of(sid, self.h2.TrailersReceived)
+        return (hs[0].headers if hs else None, messages(self.data.get(sid, b"")),
+                ts[0].headers if ts else None)
+
+    def close(self):
+        try:
+            self.c.close_connection()
+            self.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        self.s.close()
+
+
+def messages(buf):
+    """Splits Length-Prefixed-Messages; asserts nothing is left over."""
+    out = []
+    while buf:
+        assert len(buf) >= 5 and buf[0] == 0, buf[:16]
+        n = int.from_bytes(buf[1:5], "big")
+        assert len(buf) >= 5 + n, "truncated message"
+        out.append(buf[5:5 + n])
+        buf = buf[5 + n:]
+    return out

@@ -459,3 +459,189 @@ def test_log_verbosity(env):
     kl2.wait_registered(SEED_RES, units=200)
     loud.wait_log("level=debug", "event=call", "method=GetDevicePluginOptions")
     loud.wait_log("level=debug", "event=register-attempt")
+
+
+# ---------------------------------------------------------------------------------------------
+# A kubelet that is not ours, on the wire (hyper-h2): what grpc-go's client checks, exactly.
+
+def raw_daemon(env, units=3):
+    """A daemon in plugins-registry mode with no kubelet: its socket takes raw peers."""
+    pytest.importorskip("h2")
+    (env.root / "plugins_registry").mkdir(exist_ok=True)
+    cfg = env.config({"periodicUpdateInterval": 60, "configList": [
+        {"resourceName": "hca_shared_devices_a", "rdmaHcaMax": units,
+         "selectors": {"vendors": ["15b3"]}}]})
+    d = env.daemon(cfg, registration="plugins-registry")
+    d.wait_log("event=listening")
+    return d, env.root / "plugins_registry" / SEED_SOCK
+
+
+OK_HEADERS = [(":status", "200"), ("content-type", "application/grpc")]
+OK_TRAILERS = [("grpc-status", "0"), ("grpc-message", "")]
+
+
+def assert_no_data_end_stream(c, sid):
+    """grpc-go: END_STREAM on DATA is "server closed the stream without sending trailers"."""
+    assert not [e for e in c.of(sid, c.h2.DataReceived) if e.stream_ended], c.events
+
+
+@pytest.mark.parametrize("authority", ["localhost", "RAW", "ENCODED"])
+def test_wire_watcher_calls_any_authority(env, authority):
+    """Plugin watcher: no :authority override (kubelet <= 1.28 sends the raw path, >= 1.29
+    percent-encodes it), GetInfo with a 1 s grpc-timeout and repeated, Notify without one."""
+    d, sock = raw_daemon(env)
+    auth = {"localhost": "localhost", "RAW": str(sock),
+            "ENCODED": str(sock).replace("/", "%2F")}[authority]
+    pb, rpb = K.protos()
+    c = K.RawClient(sock)
+    try:
+        for sid in (1, 3):
+            c.send(sid, "/pluginregistration.Registration/GetInfo", b"", authority=auth,
+                   extra=[("grpc-timeout", "999871u")])
+            hs, msgs, ts = c.response(sid)
+            assert hs == OK_HEADERS and ts == OK_TRAILERS
+            assert_no_data_end_stream(c, sid)
+            info = rpb.PluginInfo.FromString(msgs[0])
+            assert len(msgs) == 1 and info.type == "DevicePlugin"
+            assert info.name == SEED_RES and list(info.supported_versions) == ["v1beta1"]
+        # Registration failed on kubelet's side: acknowledged (an empty message, 5 bytes),
+        # logged, and the socket keeps serving.
+        st = rpb.RegistrationStatus(plugin_registered=False, error="no room\nfor you")
+        c.send(5, "/pluginregistration.Registration/NotifyRegistrationStatus",
+               st.SerializeToString(), authority=auth, split=True)
+        hs, msgs, ts = c.response(5)
+        assert hs == OK_HEADERS and msgs == [b""] and ts == OK_TRAILERS
+        assert c.data[5] == b"\0\0\0\0\0"
+        d.wait_log("event=register-failed", "mode=plugins-registry")
+        c.send(7, "/v1beta1.DevicePlugin/GetDevicePluginOptions", b"", authority=auth)
+        hs, msgs, ts = c.response(7)
+        assert hs == OK_HEADERS and ts == OK_TRAILERS and msgs == [b""]
+    finally:
+        c.close()
+    assert d.stop() == 0
+
+
+def test_wire_errors_are_trailers_only_and_percent_encoded(env):
+    d, sock = raw_daemon(env)
+    pb, _ = K.protos()
+    c = K.RawClient(sock)
+    try:
+        req = pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=["1", "x\u00fc%\n"])])
+        c.send(1, "/v1beta1.DevicePlugin/Allocate", req.SerializeToString())
+        hs, msgs, ts = c.response(1)
+        assert ts is None and msgs == []
+        h = dict(hs)
+        assert hs[:2] == OK_HEADERS and h["grpc-status"] == "3"
+        m = h["grpc-message"]
+        assert all(0x20 <= ord(ch) <= 0x7e for ch in m), m
+        assert '"x??%25?"' in m and "%" not in m.replace("%25", ""), m
+        # Unknown method: UNIMPLEMENTED, trailers-only too.
+        c.send(3, "/v1beta1.DevicePlugin/Nope", b"")
+        hs, msgs, ts = c.response(3)
+        assert hs[:2] == OK_HEADERS and dict(hs)["grpc-status"] == "12" and ts is None
+        # The connection still serves.
+        c.send(5, "/v1beta1.DevicePlugin/PreStartContainer",
+               pb.PreStartContainerRequest(devices_ids=["0"]).SerializeToString())
+        hs, msgs, ts = c.response(5)
+        assert hs == OK_HEADERS and msgs == [b""] and ts == OK_TRAILERS
+    finally:
+        c.close()
+    assert d.stop() == 0
+
+
+def test_wire_list_and_watch_large_slow_reader_then_unary_on_same_connection(env):
+    """rdmaHcaMax 10000: a snapshot of ~229 KB, far above the 65535 initial windows, read
+    1 KiB at a time through a small receive buffer, with BDP pings and a window raised by
+    SETTINGS + connection WINDOW_UPDATE as grpc-go does. It must arrive whole, the stream must
+    stay open, and the same connection must answer Allocate (several containers, IDs in any
+    order) and GetDevicePluginOptions meanwhile."""
+    import h2.settings
+    d, sock = raw_daemon(env, units=10000)
+    pb, _ = K.protos()
+    c = K.RawClient(sock, rcvbuf=4096)
+    try:
+        # ListAndWatch as a kubelet that half-closes with a separate DATA frame.
+        c.send(1, "/v1beta1.DevicePlugin/ListAndWatch", b"", split=True)
+        c.c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20})
+        c.c.increment_flow_control_window(1 << 20)
+        c.flush()
+
+        def whole(cl):
+            b = cl.data.get(1, b"")
+            return len(b) >= 5 and len(b) >= 5 + int.from_bytes(b[1:5], "big")
+
+        c.pump(whole, timeout=60, chunk=1024, delay=0.002, ping=True)
+        assert whole(c), len(c.data.get(1, b""))
+        (snap,) = [pb.ListAndWatchResponse.FromString(m) for m in K.messages(c.data[1])]
+        assert ids(snap) == [str(i) for i in range(10000)]
+        assert c.of(1, c.h2.ResponseReceived)[0].headers == OK_HEADERS
+        assert not c.ended(1)
+        assert c.of(0, c.h2.PingAckReceived)
+
+        req = pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=["9999", "17", "3"]),
+            pb.ContainerAllocateRequest(devices_ids=["3"])])
+        c.send(3, "/v1beta1.DevicePlugin/Allocate", req.SerializeToString())
+        c.send(5, "/v1beta1.DevicePlugin/GetDevicePluginOptions", b"", split=True)
+        for sid in (3, 5):
+            hs, msgs, ts = c.response(sid)
+            assert hs == OK_HEADERS and ts == OK_TRAILERS and len(msgs) == 1
+            assert_no_data_end_stream(c, sid)
+        resp = pb.AllocateResponse.FromString(K.messages(c.data[3])[0])
+        assert len(resp.container_responses) == 2
+        assert specs(resp, 0) == specs(resp, 1) and specs(resp, 0)
+        assert not c.ended(1)
+        assert_no_data_end_stream(c, 1)
+    finally:
+        c.close()
+    d.wait_log("event=stream-closed")
+    assert d.stop() == 0
+
+
+def test_wire_list_and_watch_never_half_closed(env):
+    """A client that sends the request message without END_STREAM (and never half-closes)
+    still gets the first snapshot at once; a deadline-less GetDevicePluginOptions on another
+    connection is answered meanwhile; a SIGHUP with no change sends nothing."""
+    d, sock = raw_daemon(env)
+    pb, _ = K.protos()
+    a = K.RawClient(sock)
+    b = K.RawClient(sock)
+    try:
+        a.send(1, "/v1beta1.DevicePlugin/ListAndWatch", b"", end=False)
+        a.pump(lambda cl: cl.data.get(1), timeout=10)
+        (snap,) = [pb.ListAndWatchResponse.FromString(m) for m in K.messages(a.data[1])]
+        assert ids(snap) == ["0", "1", "2"]
+        b.send(1, "/v1beta1.DevicePlugin/GetDevicePluginOptions", b"")
+        hs, msgs, ts = b.response(1)
+        assert hs == OK_HEADERS and ts == OK_TRAILERS and msgs == [b""]
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log("event=config-reloaded", start=mark)
+        a.pump(timeout=0.5)
+        assert len(K.messages(a.data[1])) == 1 and not a.ended(1)
+    finally:
+        a.close()
+        b.close()
+    assert d.stop() == 0
+
+
+def test_wire_grpc_timeout_on_list_and_watch(env):
+    """A deadline on a stream is the client's choice: the snapshot, then DEADLINE_EXCEEDED in
+    trailers (never END_STREAM on DATA), then RST_STREAM(NO_ERROR) as the client had not
+    half-closed."""
+    d, sock = raw_daemon(env)
+    c = K.RawClient(sock)
+    try:
+        c.send(1, "/v1beta1.DevicePlugin/ListAndWatch", b"", end=False,
+               extra=[("grpc-timeout", "200m")])
+        hs, msgs, ts = c.response(1)
+        assert hs == OK_HEADERS and len(msgs) == 1
+        assert ts == [("grpc-status", "4"), ("grpc-message", "context deadline exceeded")]
+        assert_no_data_end_stream(c, 1)
+        c.pump(lambda cl: cl.of(1, cl.h2.StreamReset), timeout=5)
+        assert [e.error_code for e in c.of(1, c.h2.StreamReset)] == [0]
+    finally:
+        c.close()
+    d.wait_log("event=stream-closed")
+    assert d.stop() == 0

@@ -416,3 +416,126 @@ def test_socket_path_too_long(env, run):
             timeout=60)
     assert r.returncode == 1
     assert "event=socket-path-too-long" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+class RawKubelet:
+    """kubelet.sock served frame by frame (hyper-h2), as a kubelet that is not ours: it binds,
+    listens only `listen_delay` later, and inside Register dials the plugin, calls
+    GetDevicePluginOptions and opens ListAndWatch on that one connection, and answers only
+    once the first snapshot arrived."""
+
+    def __init__(self, plugin_dir, listen_delay=0.0):
+        import h2.config
+        import h2.connection
+        self.h2c, self.h2cfg = h2.connection, h2.config
+        self.ev = __import__("h2.events").events
+        self.plugin_dir = plugin_dir
+        self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.ls.bind(str(plugin_dir / "kubelet.sock"))
+        time.sleep(listen_delay)
+        self.ls.listen(8)
+        self.ls.settimeout(30)
+
+    def register_one(self):
+        """Serves one Register; returns (request headers, RegisterRequest, plugin client)."""
+        pb, _ = K.protos()
+        s, _ = self.ls.accept()
+        s.settimeout(10)
+        c = self.h2c.H2Connection(self.h2cfg.H2Configuration(client_side=False,
+                                                             header_encoding="utf-8"))
+        c.initiate_connection()
+        s.sendall(c.data_to_send())
+        hdrs, body, data_end = None, b"", False
+        while not data_end:
+            b = s.recv(65536)
+            assert b, "EOF before the Register request ended"
+            for e in c.receive_data(b):
+                if isinstance(e, self.ev.RequestReceived):
+                    hdrs = e.headers
+                elif isinstance(e, self.ev.DataReceived):
+                    body += e.data
+                    c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    data_end = data_end or e.stream_ended is not None
+                elif isinstance(e, self.ev.StreamEnded):
+                    assert body, "END_STREAM without the request message"
+            s.sendall(c.data_to_send())
+        (msg,) = K.messages(body)
+        req = pb.RegisterRequest.FromString(msg)
+        # Dial back before answering; one connection for everything.
+        p = K.RawClient(self.plugin_dir / req.endpoint)
+        p.send(1, "/v1beta1.DevicePlugin/GetDevicePluginOptions", b"")
+        hs, msgs, ts = p.response(1)
+        assert ts == [("grpc-status", "0"), ("grpc-message", "")] and msgs == [b""]
+        p.send(3, "/v1beta1.DevicePlugin/ListAndWatch", b"", split=True)
+        p.pump(lambda cl: cl.data.get(3), timeout=10)
+        assert p.data.get(3), "no first snapshot"
+        c.send_headers(1, [(":status", "200"), ("content-type", "application/grpc")])
+        c.send_data(1, K.grpc_msg(b""))
+        c.send_headers(1, [("grpc-status", "0"), ("grpc-message", "")], end_stream=True)
+        s.sendall(c.data_to_send())
+        # The plugin closes its Register connection itself: GOAWAY(NO_ERROR), then EOF.
+        seen = []
+        while True:
+            try:
+                b = s.recv(65536)
+            except ConnectionResetError:
+                b = b""
+            if not b:
+                break
+            seen += c.receive_data(b)
+            try:
+                s.sendall(c.data_to_send())
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the plugin closed first: fine
+        goaway = [e for e in seen if isinstance(e, self.ev.ConnectionTerminated)]
+        assert goaway and goaway[0].error_code == 0, seen
+        s.close()
+        return hdrs, req, p
+
+    def close(self):
+        self.ls.close()
+
+
+def test_independent_kubelet_restarts_delete_all_sockets_then_listen_late(env):
+    pytest.importorskip("h2")
+    pd = env.root / "device-plugins"
+    pd.mkdir()
+    (pd / "kubelet_internal_checkpoint").write_text("{}\n")
+    cfg = env.config({"periodicUpdateInterval": 60, "configList": [
+        {"resourceName": "hca_shared_devices_a", "rdmaHcaMax": 3,
+         "selectors": {"vendors": ["15b3"]}}]})
+    kl = RawKubelet(pd)
+    d = env.daemon(cfg, registration="kubelet-sock")
+    hdrs, req, plugin = kl.register_one()
+    assert hdrs[:7] == [(":method", "POST"), (":scheme", "http"),
+                        (":path", "/v1beta1.Registration/Register"),
+                        (":authority", "localhost"), ("content-type", "application/grpc"),
+                        hdrs[5], ("te", "trailers")]
+    tmo = dict(hdrs)["grpc-timeout"]
+    assert re.fullmatch(r"[0-9]{1,8}[HMSmun]", tmo)
+    assert req.version == "v1beta1" and req.endpoint == SEED_SOCK
+    assert req.resource_name == SEED_RES
+    d.wait_log("event=registered")
+    for delay in (0.03, 0.2, 0.0):
+        # kubelet dies without closing its client connection, a new one wipes every socket
+        # (not the checkpoint) and re-creates kubelet.sock, listening a moment later.
+        kl.close()
+        for e in os.listdir(pd):
+            if stat.S_ISSOCK(os.lstat(pd / e).st_mode):
+                os.unlink(pd / e)
+        mark = d.mark()
+        kl = RawKubelet(pd, listen_delay=delay)
+        _, req, new_plugin = kl.register_one()
+        assert req.endpoint == SEED_SOCK
+        d.wait_log("event=registered", start=mark)
+        # The old kubelet's connection was ended by the plugin: GOAWAY, then EOF.
+        plugin.pump(lambda cl: cl.eof, timeout=10)
+        assert plugin.eof and plugin.of(0, plugin.h2.ConnectionTerminated)
+        plugin.s.close()
+        plugin = new_plugin
+        assert not plugin.ended(3)
+        assert (pd / "kubelet_internal_checkpoint").exists()
+    plugin.close()
+    kl.close()
+    assert d.stop() == 0
