@@ -529,9 +529,10 @@ static int fill_port(struct ctx *c, struct rdp_device *d, const char *ibdir, str
 	if (r < 0)
 		return r;
 	if (r > 0) {
+		/* "Unknown" is the kernel's word for IB_LINK_LAYER_UNSPECIFIED (efa): none. */
 		if (rdp_parse_link_layer(buf, &ll) == 0)
 			p->link_layer = (enum rdp_link_layer)ll;
-		else if ((r = unparsable(d, label, buf)) < 0)
+		else if (strcmp(buf, "Unknown") != 0 && (r = unparsable(d, label, buf)) < 0)
 			return r;
 	}
 

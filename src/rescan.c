@@ -302,6 +302,59 @@ static bool state_same(int sys, const char *ibdir, unsigned int port, const char
 	return v == num && strcmp(nm, name) == 0;
 }
 
+struct slot_walk {
+	const struct rdp_discovery_port *rp;
+	size_t n;
+};
+
+static int cmp_slot(const void *key, const void *e)
+{
+	unsigned int x = *(const unsigned int *)key, y = *(const unsigned int *)e;
+
+	return x < y ? -1 : x > y;
+}
+
+static int slot_entry(int dirfd, const char *name, uint64_t ino, unsigned char type,
+		      void *userdata)
+{
+	struct slot_walk *w = userdata;
+	unsigned int slot;
+	long v;
+
+	(void)dirfd;
+	(void)ino;
+	(void)type;
+	/* Names that are no slot numbers are skipped by discovery too. */
+	if (name[0] == '-' || rdp_parse_long(name, 0, 65535, &v) < 0)
+		return 0;
+	slot = (unsigned int)v;
+	if (!w->rp->n_gid_slots ||
+	    !bsearch(&slot, w->rp->gid_slots, w->rp->n_gid_slots, sizeof(slot), cmp_slot))
+		return 1;
+	w->n++;
+	return 0;
+}
+
+/*
+ * gid_attrs/types lists the slots discovery read. A kernel's table has a fixed size, but in
+ * a tree an empty slot may be a missing file that appears later.
+ */
+static bool gid_slots_same(int sys, const char *ibdir, const struct rdp_port *p,
+			   const struct rdp_discovery_port *rp)
+{
+	char path[RDP_SYSFS_PATH_MAX];
+	struct slot_walk w = {.rp = rp};
+	int r;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/types", ibdir, p->num) >=
+	    sizeof(path))
+		return false;
+	r = rdp_sysfs_scan_dir(sys, path, slot_entry, &w);
+	if (!rp->gids_listed)
+		return r < 0; /* as discovery, which learnt nothing from the table */
+	return r == 0 && w.n == rp->n_gid_slots;
+}
+
 /*
  * An Ethernet port's GID table, read as discovery reads it: the netdevs named by valid slots
  * go to ns, and the first RoCE v2 slot holding an IPv4-mapped GID must be the model's.
@@ -312,6 +365,10 @@ static bool gids_same(int sys, const char *ibdir, const struct rdp_port *p,
 	char type[32], ndev[64], gidbuf[64];
 	int index = -1;
 
+	if (!gid_slots_same(sys, ibdir, p, rp))
+		return false;
+	if (!rp->gids_listed)
+		return p->roce_v2_ipv4_gid_index < 0;
 	for (size_t i = 0; i < rp->n_gid_slots; i++) {
 		unsigned int slot = rp->gid_slots[i];
 		uint8_t gid[16];
@@ -413,7 +470,7 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		if (read_fmt(s->sys, buf, sizeof(buf), "%s/ports/%u/rate", rd->ibdir, p->num) < 0 ||
 		    strcmp(buf, p->rate) != 0)
 			return false; /* p->rate is one that parsed: an equal one parses too */
-		if (p->link_layer == RDP_LINK_ETHER && rd->ports[i].gids_listed &&
+		if (p->link_layer == RDP_LINK_ETHER &&
 		    !gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns))
 			return false;
 	}

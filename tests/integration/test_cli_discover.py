@@ -359,3 +359,268 @@ def test_output_table_is_default(run, fixtures_dir):
     assert a.returncode == b.returncode == 0
     assert a.stdout == b.stdout
     assert "ibs108" in a.stdout
+
+
+# ---- node types the fixtures do not cover, built here with the sysfsgen Node builder ----------
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import sysfsgen as g  # noqa: E402
+
+
+def tree_json(run, root):
+    r = run("discover", "--sysfs-root", root / "sys", "--dev-root", root / "dev", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    doc = json.loads(r.stdout)
+    check_document(doc)
+    t = run("discover", "--sysfs-root", root / "sys", "--dev-root", root / "dev")
+    assert t.returncode == 0, t.stderr
+    for d in doc["devices"]:
+        assert d["name"] in t.stdout
+    return doc
+
+
+def rm_class_everywhere(n, cls):
+    """As if the module behind the class (ib_umad, ib_uverbs) were not loaded."""
+    shutil.rmtree(n.path("class", cls), ignore_errors=True)
+    for top, dirs, _ in os.walk(n.path("devices")):
+        if cls in dirs:
+            shutil.rmtree(os.path.join(top, cls))
+            dirs.remove(cls)
+
+
+def test_azure_vfs_without_pf(run, tmp_path):
+    """§11: IB VFs 15b3:101c/101e at PCI domains 0101..0108, no visible PF (no physfn); one
+    more whose physfn dangles."""
+    n = g.Node(tmp_path, "azure", numa_cpus={0: "0-47", 1: "48-95"})
+    for i in range(8):
+        dom = "%04x" % (0x101 + i)
+        n.add_mlx5(dom + ":00:00.0", "pci%s:00" % dom, device_id=0x101c if i % 2 else 0x101e,
+                   ibdev="mlx5_%d" % i, link="ib", numa=i // 4, mac=0x00155d000000 + i,
+                   netdev="ibP%ds%d" % (257 + i, 154043 + i))
+    r = n.add_mlx5("0109:00:00.0", "pci0109:00", device_id=0x101e, ibdev="mlx5_8", link="ib",
+                   numa=-1, mac=0x00155d000100, netdev="ibP265s1")
+    os.symlink("../0000:99:00.0", os.path.join(r["fn"], "physfn"))
+    n.finish()
+    devs = by_name(tree_json(run, tmp_path / "azure"))
+    assert sorted(devs, key=natural_key) == ["mlx5_%d" % i for i in range(9)]
+    for i in range(8):
+        d = devs["mlx5_%d" % i]
+        assert d["pci_address"] == "%04x:00:00.0" % (0x101 + i)
+        assert d["device_id"] == ("101c" if i % 2 else "101e")
+        assert d["numa_node"] == i // 4
+        assert not d["is_vf"] and d["pf_pci_address"] is None
+        assert d["problems"] == []
+        assert d["char_devices"][0] == "/dev/infiniband/uverbs%d" % i
+    d = devs["mlx5_8"]
+    assert d["is_vf"] and d["pf_pci_address"] is None and d["numa_node"] == -1
+    assert d["problems"] == ["physfn: link dangling"]
+
+
+def test_efa_like_without_umad(run, tmp_path):
+    """§11 AWS EFA-like ibdev rdmap79s0, no umad (no infiniband_mad at all)."""
+    n = g.Node(tmp_path, "efa")
+    fn = n.add_pci_function("0000:4f:00.0", "pci0000:4f", 0x1d0f, 0xefa1, 0x020000, "efa", 0)
+    n.add_netdev(fn, "ens32", mac=0x0a1b2c3d4e5f)
+    # efa's link layer is IB_LINK_LAYER_UNSPECIFIED: the kernel prints "Unknown"
+    n.add_ibdev("rdmap79s0", fn, [g.Port("Unknown", rate="100 Gb/sec (4X EDR)", mad=False)],
+                node_guid=0x0a1b2cfffe3d4e5f, fw_ver="0.0.0.0")
+    n.finish()
+    rm_class_everywhere(n, "infiniband_mad")
+    d = by_name(tree_json(run, tmp_path / "efa"))["rdmap79s0"]
+    assert (d["vendor"], d["driver"], d["netdevs"]) == ("1d0f", "efa", ["ens32"])
+    assert d["char_devices"] == ["/dev/infiniband/uverbs0"]
+    assert d["hca_type"] is None and d["problems"] == []
+    assert d["ports"][0]["link_layer"] is None
+    assert d["ports"][0]["rate"] == "100 Gb/sec (4X EDR)"
+
+
+def test_cx8_smi_and_12_ports(run, tmp_path):
+    """§5: an SMI ibdev smi1 on mlx5_0's PCI function with umad/issm per plane; a CX-8 RoCE
+    ibdev with 12 ports at 800 Gb/sec (4X XDR)."""
+    n = g.Node(tmp_path, "cx8")
+    r = n.add_mlx5("0000:18:00.0", "pci0000:15", device_id=0x1023, ibdev="mlx5_0", link="ib",
+                   numa=0, mac=0x58a2e11b2576, netdev="ibp24s0", rate="800 Gb/sec (4X XDR)",
+                   fw_ver="40.48.1000")
+    n.add_ibdev("smi1", r["fn"], [g.ib_port(0x58a2e103001b2576, rate="800 Gb/sec (4X XDR)")
+                                  for _ in range(4)],
+                node_guid=0x58a2e103001b2576, fw_ver="40.48.1000")
+    fn = n.add_pci_function("0000:29:00.0", "pci0000:28", 0x15b3, 0x1023, 0x020000,
+                            "mlx5_core", 1)
+    n.add_netdev(fn, "enp41s0np0", mac=0x58a2e11b3000)
+    ports = [g.roce_port(0x58a2e11b3000, "enp41s0np0", ipv4=["10.0.0.%d" % (i + 1)],
+                         rate="800 Gb/sec (4X XDR)") for i in range(12)]
+    n.add_ibdev("mlx5_1", fn, ports, node_guid=0x58a2e103001b3000, fw_ver="40.48.1000",
+                extra={"hca_type": "MT4131"})
+    n.finish()
+    devs = by_name(tree_json(run, tmp_path / "cx8"))
+    assert devs["smi1"]["pci_address"] == devs["mlx5_0"]["pci_address"] == "0000:18:00.0"
+    assert [p["port"] for p in devs["smi1"]["ports"]] == [1, 2, 3, 4]
+    assert sum(c.startswith("/dev/infiniband/umad") for c in devs["smi1"]["char_devices"]) == 4
+    d = devs["mlx5_1"]
+    assert [p["port"] for p in d["ports"]] == list(range(1, 13))
+    assert all(p["rate"] == "800 Gb/sec (4X XDR)" and p["roce_v2_ipv4_gid_index"] == 3
+               for p in d["ports"])
+    assert sum(c.startswith("/dev/infiniband/issm") for c in d["char_devices"]) == 12
+    assert d["problems"] == [] and devs["mlx5_0"]["problems"] == []
+
+
+def test_iwarp_and_siw(run, tmp_path):
+    """§4/§11: iWARP (node_type 4: RNIC, no umad, no infiniband_mad class at all), and siw
+    under devices/virtual naming its netdev in `parent`."""
+    n = g.Node(tmp_path, "iwarp")
+    fn = n.add_pci_function("0000:17:00.0", "pci0000:16", 0x8086, 0x37d2, 0x020000, "i40e", 0)
+    n.add_netdev(fn, "eno1", mac=0x3cfdfe000001)
+    n.add_aux(fn, "i40e.iwarp.0", "irdma")
+    n.add_ibdev("iwp23s0f0", fn, [g.Port("Ethernet", rate="10 Gb/sec (1X QDR)", mad=False)],
+                node_type="4: RNIC", node_guid=0x3cfdfe0000010000, fw_ver="0.2",
+                extra={"hca_type": "I40IW"})
+    n.add_netdev(None, "veth0", mac=0x020000000001)
+    n.add_ibdev("siw0", None, [g.Port("Ethernet", rate="10 Gb/sec (1X QDR)", mad=False)],
+                node_type="4: RNIC", node_guid=0x0200000000010000, extra={"parent": "veth0"})
+    n.finish()
+    rm_class_everywhere(n, "infiniband_mad")
+    devs = by_name(tree_json(run, tmp_path / "iwarp"))
+    assert devs["iwp23s0f0"]["pci_address"] == "0000:17:00.0"
+    assert devs["iwp23s0f0"]["char_devices"] == ["/dev/infiniband/uverbs0"]
+    assert devs["siw0"]["pci_address"] is None and devs["siw0"]["netdevs"] == ["veth0"]
+    assert devs["siw0"]["char_devices"] == ["/dev/infiniband/uverbs1"]
+    assert all(d["problems"] == [] for d in devs.values())
+
+
+@pytest.mark.parametrize("cls", ["infiniband_mad", "infiniband_verbs"])
+def test_module_not_loaded(run, tmp_path, cls):
+    """§1: mlx5 without ib_umad (no infiniband_mad) or without ib_uverbs."""
+    n = g.Node(tmp_path, "m")
+    n.add_mlx5("0000:03:00.0", "pci0000:00", device_id=0x1015, ibdev="mlx5_0", link="eth",
+               numa=-1, mac=0x248a07000001, netdev="enp3s0f0np0", ipv4=["10.2.0.1"])
+    n.finish()
+    rm_class_everywhere(n, cls)
+    d = by_name(tree_json(run, tmp_path / "m"))["mlx5_0"]
+    assert d["ports"][0]["roce_v2_ipv4_gid_index"] == 3 and d["numa_node"] == -1
+    if cls == "infiniband_mad":
+        assert d["char_devices"] == ["/dev/infiniband/uverbs0"] and d["problems"] == []
+    else:
+        assert d["char_devices"] == ["/dev/infiniband/umad0", "/dev/infiniband/issm0"]
+        assert d["problems"] == ["no uverbs device"]
+
+
+def test_udev_names_and_dynamic_majors(run, tmp_path):
+    """§7 udev names (ibp24s0, rocep193s0f0, rocep193s0f0S88 for an SF, a GUID name);
+    §5 uverbs40 / umad70 beyond the fixed minors."""
+    n = g.Node(tmp_path, "u")
+    n.add_mlx5("0000:18:00.0", "pci0000:15", device_id=0x1021, ibdev="ibp24s0", link="ib",
+               numa=0, mac=0x58a2e11b2576, netdev="ibp24s0", uverbs=40, umad=[70])
+    r = n.add_mlx5("0000:c1:00.0", "pci0000:c0", device_id=0x101d, ibdev="rocep193s0f0",
+                   link="eth", numa=1, mac=0x248a07000001, netdev="enp193s0f0np0",
+                   ipv4=["10.3.0.1"], aux_id=0)
+    sf = n.add_aux(r["fn"], "mlx5_core.sf.88", "mlx5_core.sf", extra={"sfnum": "88"})
+    n.add_netdev(sf, "enp193s0f0s88", mac=0x248a07000088)
+    n.add_mlx5_ibdev(sf, "rocep193s0f0S88", device_id=0x101d, link="eth", mac=0x248a07000088,
+                     netdev="enp193s0f0s88", ipv4=["10.3.0.88"], rate="100 Gb/sec (4X EDR)",
+                     fw_ver="22.38.1002", board_id="MT_0000000359")
+    fn = n.add_pci_function("0000:00:04.0", "pci0000:00", 0x1af4, 0x1041, 0x020000,
+                            "virtio-pci", -1)
+    n.add_netdev(fn, "enp0s4", mac=0x525400c0fe12)
+    n.add_ibdev("rocex525400c0fe123455", None,
+                [g.roce_port(0x525400c0fe12, "enp0s4", ipv4=["10.4.0.1"], v1=False,
+                             rate="2.5 Gb/sec (1X SDR)")],
+                node_guid=0x525400fffec0fe12, extra={"parent": "enp0s4"})
+    n.finish()
+    devs = by_name(tree_json(run, tmp_path / "u"))
+    assert devs["ibp24s0"]["char_devices"] == ["/dev/infiniband/uverbs40",
+                                               "/dev/infiniband/umad70", "/dev/infiniband/issm70"]
+    sf = devs["rocep193s0f0S88"]
+    assert sf["pci_address"] == "0000:c1:00.0" and sf["netdevs"] == ["enp193s0f0s88"]
+    assert devs["rocep193s0f0"]["netdevs"] == ["enp193s0f0np0"]
+    g2 = devs["rocex525400c0fe123455"]
+    assert g2["netdevs"] == ["enp0s4"] and g2["ports"][0]["roce_v2_ipv4_gid_index"] == 1
+    assert all(d["problems"] == [] for d in devs.values())
+
+
+def test_gid_table_256_empty_and_missing_slots(run, tmp_path):
+    """§4/§10: 256 GID slots; empty slots both as empty files and as missing files are
+    skipped; an IPv4 on a VLAN netdev far into the table."""
+    n = g.Node(tmp_path, "gid")
+    n.gid_slots = 256
+    r = n.add_mlx5("0000:18:00.0", "pci0000:15", device_id=0x101d, ibdev="mlx5_0", link="eth",
+                   numa=0, mac=0x58a2e11b2576, netdev="enp24s0np0")
+    n.add_netdev(None, "enp24s0np0.100", mac=0x58a2e11b2576)
+    n.finish()
+    pd = os.path.join(r["ibdev"], "ports/1")
+    for i in range(10, 200):
+        os.unlink(os.path.join(pd, "gid_attrs/types/%d" % i))
+        os.unlink(os.path.join(pd, "gid_attrs/ndevs/%d" % i))
+    for i in range(200, 210):
+        os.unlink(os.path.join(pd, "gids/%d" % i))
+    g.Node.write(os.path.join(pd, "gids/250"), g.ipv4_gid("10.100.0.1"))
+    g.Node.write(os.path.join(pd, "gid_attrs/types/250"), "RoCE v2")
+    g.Node.write(os.path.join(pd, "gid_attrs/ndevs/250"), "enp24s0np0.100")
+    d = by_name(tree_json(run, tmp_path / "gid"))["mlx5_0"]
+    assert d["ports"][0]["roce_v2_ipv4_gid_index"] == 250
+    assert d["netdevs"] == ["enp24s0np0", "enp24s0np0.100"]
+    assert d["problems"] == []
+
+
+def test_pf_with_127_vfs(run, tmp_path):
+    """§2: a PF with 127 VFs (sriov_offset 1, VFs 3b:00.1 .. 3b:0f.7)."""
+    n = g.Node(tmp_path, "v")
+    n.gid_slots = 4
+    n.add_mlx5("0000:3b:00.0", "pci0000:3a", device_id=0x101d, ibdev="mlx5_0", link="eth",
+               numa=1, mac=0x248a07000000, netdev="ens3f0",
+               sriov={"totalvfs": 127, "offset": 1, "stride": 1, "vf_device": 0x101e})
+    for i in range(127):
+        f = 1 + i
+        n.add_mlx5("0000:3b:%02x.%d" % (f // 8, f % 8), None, device_id=0x101e,
+                   ibdev="mlx5_%d" % (i + 1), link="eth", pf="0000:3b:00.0", vf_index=i,
+                   mac=0x248a07000100 + i, netdev="ens3f0v%d" % i)
+    n.finish()
+    devs = tree_json(run, tmp_path / "v")["devices"]
+    assert len(devs) == 128
+    for d in devs[1:]:
+        assert d["is_vf"] and d["pf_pci_address"] == "0000:3b:00.0"
+        assert d["pf_netdev"] == "ens3f0" and d["problems"] == [] and d["numa_node"] == 1
+
+
+def test_host_edges(run, tmp_path):
+    """class/infiniband exists but is empty; /dev/infiniband missing; class/infiniband
+    entries that are plain directories (old kernels); ibdev names at and past 63 bytes."""
+    n = g.Node(tmp_path, "empty")
+    os.makedirs(n.path("class/infiniband"))
+    n.finish()
+    assert tree_json(run, tmp_path / "empty")["devices"] == []
+
+    n = g.Node(tmp_path, "nodev")
+    n.add_mlx5("0000:18:00.0", "pci0000:15", device_id=0x1021, ibdev="mlx5_0", link="ib",
+               numa=0, mac=0x58a2e11b2576, netdev="ibp24s0")
+    n.add_mlx5("0000:19:00.0", "pci0000:15", device_id=0x1021, ibdev="x" * 63, link="eth",
+               numa=0, mac=0x58a2e11b2577, netdev="abcdefghijklmno", ipv4=["10.0.0.1"])
+    n.add_mlx5("0000:1a:00.0", "pci0000:15", device_id=0x1021, ibdev="y" * 64, link="ib",
+               numa=0, mac=0x58a2e11b2578, netdev="ibp26s0")
+    n.finish()
+    shutil.rmtree(os.path.join(n.dev, "infiniband"))
+    doc = tree_json(run, tmp_path / "nodev")
+    assert doc["rdma_cm"] is None
+    devs = by_name(doc)
+    assert sorted(devs) == ["mlx5_0", "x" * 63]
+    assert devs["x" * 63]["netdevs"] == ["abcdefghijklmno"]
+    assert all(d["char_devices"] == [] and d["problems"] for d in devs.values())
+
+    n = g.Node(tmp_path, "dirs")
+    n.add_mlx5("0000:18:00.0", "pci0000:15", device_id=0x1021, ibdev="mlx5_0", link="ib",
+               numa=0, mac=0x58a2e11b2576, netdev="ibp24s0")
+    n.finish()
+    c = n.path("class/infiniband/mlx5_0")
+    real = os.path.realpath(c)
+    os.unlink(c)
+    shutil.copytree(real, c, symlinks=True)
+    os.unlink(os.path.join(c, "device"))
+    os.symlink(os.path.relpath(os.path.dirname(os.path.dirname(real)), c),
+               os.path.join(c, "device"))
+    d = by_name(tree_json(run, tmp_path / "dirs"))["mlx5_0"]
+    assert d["pci_address"] == "0000:18:00.0" and d["netdevs"] == ["ibp24s0"]
+    assert d["problems"] == []

@@ -211,6 +211,23 @@ static void hand_changes(struct rdp_scanner *s, struct rdp_host **prev, const ch
 		step(s, prev, "IPv4 address on a VLAN");
 		put(NULL, "sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", name, last);
 		step(s, prev, "IPv4 address removed");
+		/*
+		 * Empty slots modelled as missing files (a tree, not a kernel): a slot whose
+		 * files appear after a full scan holds a new GID all the same.
+		 */
+		snprintf(from, sizeof(from), "%s/class/infiniband/%s/ports/1/gid_attrs/types/%d",
+			 sysdir, name, last);
+		snprintf(to, sizeof(to), "%s/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d",
+			 sysdir, name, last);
+		EXPECT_TRUE(unlink(from) == 0 && unlink(to) == 0);
+		step(s, prev, "empty slot without files");
+		EXPECT_TRUE(rdp_scanner_scan(s, RDP_SCAN_FULL) == 0);
+		put("RoCE v2", "sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", name, last);
+		put("vlan8", "sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d", name, last);
+		step(s, prev, "IPv4 address in a slot that had no files");
+		put(NULL, "sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", name, last);
+		put(NULL, "sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d", name, last);
+		step(s, prev, "that address removed");
 	}
 	if (*netdev0 && d_pci) {
 		/* More entries than discovery lists (names that are no netdev names). */
