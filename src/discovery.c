@@ -735,6 +735,28 @@ fail:
 	return r;
 }
 
+/*
+ * PCI IDs that only virtual functions have (sysfs.md §3, §11). Cloud VMs (Azure, AWS) pass
+ * such VFs through without their PF, so no physfn link says what they are.
+ */
+static bool is_vf_device_id(const char *vendor, const char *device)
+{
+	static const struct {
+		const char *vendor, *device;
+	} vf_ids[] = {
+		{ "15b3", "1012" }, { "15b3", "1014" }, { "15b3", "1016" }, /* CIB, CX-4, CX-4 Lx */
+		{ "15b3", "1018" }, { "15b3", "101a" }, { "15b3", "101c" }, /* CX-5, CX-5 Ex, CX-6 */
+		{ "15b3", "101e" }, { "15b3", "a2d3" }, { "15b3", "1004" }, /* mlx5Gen, BF, CX-3 */
+		{ "14e4", "1806" }, { "14e4", "1807" }, { "14e4", "1808" }, /* BCM575xx */
+		{ "14e4", "1809" }, { "8086", "1889" },                     /* E810 (iavf) */
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(vf_ids); i++)
+		if (strcmp(vendor, vf_ids[i].vendor) == 0 && strcmp(device, vf_ids[i].device) == 0)
+			return true;
+	return false;
+}
+
 static int fill_vf(struct ctx *c, struct rdp_device *d, const char *pci)
 {
 	char path[RDP_SYSFS_PATH_MAX], pfdir[RDP_SYSFS_PATH_MAX];
@@ -744,8 +766,11 @@ static int fill_vf(struct ctx *c, struct rdp_device *d, const char *pci)
 	if (path_fmt(path, sizeof(path), "%s/physfn", pci) < 0)
 		return 0;
 	r = rdp_sysfs_read_link(c->sys, path, pfdir, sizeof(pfdir));
-	if (r == -ENOENT)
-		return 0; /* not a VF */
+	if (r == -ENOENT) {
+		/* A VF whose PF is not visible (a VM), or not a VF at all. */
+		d->is_vf = is_vf_device_id(d->vendor, d->device_id);
+		return 0;
+	}
 	d->is_vf = true;
 	if (r >= 0)
 		r = rdp_sysfs_resolve(c->sys, path, pfdir, sizeof(pfdir));

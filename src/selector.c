@@ -269,14 +269,17 @@ static bool eval_root_devices(struct eval *ev, const struct rdp_selectors *s,
 			      const struct rdp_device *d)
 {
 	enum rdp_sel_key k = RDP_SEL_ROOT_DEVICES;
-	const char *root = d->is_vf ? d->pf_pci_address : d->pci_address;
+	/* A VF whose PF is not visible (a VM's passthrough VF) is its own root. */
+	bool via_pf = d->is_vf && *d->pf_pci_address;
+	const char *root = via_pf ? d->pf_pci_address : d->pci_address;
 	bool m = *root && strlist_has(&s->root_devices, root);
 
 	ev_begin(ev, k);
 	if (!*root)
-		sb_add(&ev->b, "%s", d->is_vf ? "unknown PF" : "none (no PCI function)");
+		sb_add(&ev->b, "%s", "none (no PCI function)");
 	else
-		sb_add(&ev->b, "%s%s", root, d->is_vf ? " (PF of this VF)" : "");
+		sb_add(&ev->b, "%s%s", root,
+		       via_pf ? " (PF of this VF)" : d->is_vf ? " (VF, its PF not visible)" : "");
 	sb_add(&ev->b, " %s ", m ? "in" : "not in");
 	sb_list(&ev->b, &s->root_devices);
 	return ev_end(ev, k, m);

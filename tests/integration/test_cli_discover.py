@@ -413,7 +413,8 @@ def test_azure_vfs_without_pf(run, tmp_path):
         assert d["pci_address"] == "%04x:00:00.0" % (0x101 + i)
         assert d["device_id"] == ("101c" if i % 2 else "101e")
         assert d["numa_node"] == i // 4
-        assert not d["is_vf"] and d["pf_pci_address"] is None
+        # a VF by its device ID although its PF is not visible
+        assert d["is_vf"] and d["pf_pci_address"] is None and d["pf_netdev"] is None
         assert d["problems"] == []
         assert d["char_devices"][0] == "/dev/infiniband/uverbs%d" % i
     d = devs["mlx5_8"]

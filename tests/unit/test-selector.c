@@ -42,6 +42,12 @@ static const struct rdp_device vf2 = {
 	.is_vf = true, .vf_index = 2, .pf_pci_address = "0000:3b:00.0", .pf_netdev = "ens3f0",
 	.ports = port_eth, .n_ports = 1,
 };
+/* A VF passed through to a VM (Azure): no PF visible. */
+static const struct rdp_device vm_vf = {
+	.name = "mlx5_0", .pci_address = "0101:00:00.0", .vendor = "15b3", .device_id = "101e",
+	.driver = "mlx5_core", .numa_node = 0, .is_vf = true, .vf_index = -1,
+	.ports = port_eth, .n_ports = 1,
+};
 /* Soft-RoCE: no PCI function, NUMA unknown. */
 static const struct rdp_device rxe = {
 	.name = "rxe0", .netdevs = two, .n_netdevs = 2, .numa_node = -1, .vf_index = -1,
@@ -132,6 +138,9 @@ static const struct {
 	  RDP_SEL_ROOT_DEVICES, RDP_SEL_MATCH, "rootDevices: 0000:3b:00.0 (PF of this VF) in" },
 	{ "rootDevice VF own address", { .root_devices = L("0000:3b:00.4") }, &vf2, false,
 	  RDP_SEL_ROOT_DEVICES, RDP_SEL_NO_MATCH, "not in [0000:3b:00.4]" },
+	{ "rootDevice VF without PF", { .root_devices = L("0101:00:00.0") }, &vm_vf, true,
+	  RDP_SEL_ROOT_DEVICES, RDP_SEL_MATCH,
+	  "rootDevices: 0101:00:00.0 (VF, its PF not visible) in [0101:00:00.0]" },
 	{ "rootDevice rxe", { .root_devices = L("0000:81:00.0") }, &rxe, false,
 	  RDP_SEL_ROOT_DEVICES, RDP_SEL_NO_MATCH, "rootDevices: none (no PCI function) not in" },
 	{ "numa", { .numa_nodes = numa0, .n_numa_nodes = 1 }, &cx6, true, RDP_SEL_NUMA_NODES,
