@@ -1135,10 +1135,7 @@ int rdp_discover(const char *sysfs_root, const char *dev_root, struct rdp_host *
 	_cleanup_close_ int sys = -1, dev = -1;
 	int r;
 
-	r = rdp_sysfs_open_root(sysfs_root, &sys);
-	if (r < 0)
-		return r;
-	r = rdp_sysfs_open_root(dev_root, &dev);
+	r = rdp_sysfs_open_roots(sysfs_root, dev_root, &sys, &dev);
 	if (r < 0)
 		return r;
 	return rdp_discover_at(sys, dev, ret);

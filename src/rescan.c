@@ -728,10 +728,7 @@ int rdp_scanner_new(const char *sysfs_root, const char *dev_root, struct rdp_sca
 	struct rdp_scanner *s;
 	int r;
 
-	r = rdp_sysfs_open_root(sysfs_root, &sys);
-	if (r < 0)
-		return r;
-	r = rdp_sysfs_open_root(dev_root, &dev);
+	r = rdp_sysfs_open_roots(sysfs_root, dev_root, &sys, &dev);
 	if (r < 0)
 		return r;
 	s = rdp_calloc(1, sizeof(*s));

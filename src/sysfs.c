@@ -31,6 +31,22 @@ int rdp_sysfs_open_root(const char *path, int *ret_fd)
 	return 0;
 }
 
+int rdp_sysfs_open_roots(const char *sysfs_root, const char *dev_root, int *ret_sys, int *ret_dev)
+{
+	_cleanup_close_ int sys = -1;
+	int dev = -1, r;
+
+	r = rdp_sysfs_open_root(sysfs_root, &sys);
+	if (r < 0)
+		return r;
+	r = rdp_sysfs_open_root(dev_root, &dev);
+	if (r < 0)
+		return r;
+	*ret_sys = TAKE_FD(sys);
+	*ret_dev = dev;
+	return 0;
+}
+
 /* Appends "/" (unless at the root) and the n bytes of comp to the canonical path buf. */
 static int path_push(char *buf, size_t *len, size_t size, const char *comp, size_t n)
 {

@@ -23,6 +23,9 @@
  */
 int rdp_sysfs_open_root(const char *path, int *ret_fd);
 
+/* Opens the sysfs root and the dev root; both or neither (the errno of the one that failed). */
+int rdp_sysfs_open_roots(const char *sysfs_root, const char *dev_root, int *ret_sys, int *ret_dev);
+
 /*
  * Opens path below root with flags (O_CLOEXEC is added), resolving inside the root.
  * Returns the new fd, or a negative errno.
