@@ -11,25 +11,28 @@
 #include <nghttp2/nghttp2.h>
 #include <protobuf-c/protobuf-c.h>
 
+/* Atomic: the daemon's scan worker allocates on its own thread. */
 static unsigned long alloc_count;
 static unsigned long alloc_fail_at;
 
 void rdp_alloc_fail_at(unsigned long n)
 {
-	alloc_fail_at = n;
-	alloc_count = 0;
+	__atomic_store_n(&alloc_fail_at, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&alloc_count, 0, __ATOMIC_RELAXED);
 }
 
 unsigned long rdp_alloc_count(void)
 {
-	return alloc_count;
+	return __atomic_load_n(&alloc_count, __ATOMIC_RELAXED);
 }
 
 /* Counts one allocation; true when this one is to fail. */
 static int alloc_should_fail(void)
 {
-	alloc_count++;
-	return alloc_fail_at && alloc_count == alloc_fail_at;
+	unsigned long n = __atomic_add_fetch(&alloc_count, 1, __ATOMIC_RELAXED);
+	unsigned long at = __atomic_load_n(&alloc_fail_at, __ATOMIC_RELAXED);
+
+	return at && n == at;
 }
 
 void *rdp_malloc(size_t size)

@@ -1,0 +1,845 @@
+/* SPDX-License-Identifier: MIT */
+#include "resource.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "event.h"
+#include "grpc.h"
+#include "log.h"
+#include "macro.h"
+#include "registration.h"
+
+#define SERVER_RETRY_MIN_USEC (100 * 1000ULL)
+#define SERVER_RETRY_MAX_USEC (5 * 1000 * 1000ULL)
+
+/* One configured resource. */
+struct res {
+	struct rdp_resources *set;
+	enum rdp_res_state state;
+	char *name; /* resourceName */
+	char *prefix; /* resourcePrefix */
+	char *full_name; /* prefix/name */
+	char *endpoint; /* "<name>.sock", relative to the socket directory */
+	char *sock_path; /* absolute */
+	struct rdp_dp_service *dp;
+	struct rdp_grpc_server *server;
+	struct rdp_registration *reg; /* kubelet.sock mode only */
+	struct rdp_watcher_info winfo; /* plugin-watcher mode only */
+	/* One timer for whatever the state waits on: listen retry, re-announce, streamless. */
+	struct rdp_event_source *timer;
+	uint64_t backoff_usec;
+	uint64_t handshake_usec; /* when the last handshake began */
+	const char *release_why;
+	unsigned int kubelet_gen; /* set->kubelet_gen when the last registration began */
+	unsigned int reg_failures; /* Register failures in a row */
+	unsigned int listen_failures; /* socket creation failures in a row */
+	bool restart_pending; /* re-create the socket at the next apply */
+	bool pool_logged; /* the first "pool" line was logged */
+	struct res *retiring_next;
+};
+
+struct rdp_resources {
+	struct rdp_event *event;
+	enum rdp_registration_mode mode;
+	char *sock_dir;
+	char *kubelet_sock;
+	struct rdp_resources_hooks hooks;
+	struct res **res; /* res[i] serves the config's resource i */
+	size_t n_res;
+	struct res *retiring; /* removed resources holding their socket */
+	struct rdp_event_source *reap_src;
+	unsigned int kubelet_gen; /* bumped when kubelet (re)starts */
+};
+
+/*
+ * The device plugin's methods first, then the plugin watcher's: a kubelet.sock socket serves
+ * the first N_DEVICE_PLUGIN_METHODS, a plugins_registry socket all of them.
+ */
+static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *userdata);
+static const struct rdp_grpc_method all_methods[] = {
+	{.path = "/v1beta1.DevicePlugin/GetDevicePluginOptions", .handler = on_call},
+	{.path = "/v1beta1.DevicePlugin/ListAndWatch",
+	 .handler = on_call,
+	 .server_streaming = true},
+	{.path = "/v1beta1.DevicePlugin/GetPreferredAllocation", .handler = on_call},
+	{.path = "/v1beta1.DevicePlugin/Allocate", .handler = on_call},
+	{.path = "/v1beta1.DevicePlugin/PreStartContainer", .handler = on_call},
+	{.path = "/pluginregistration.Registration/GetInfo", .handler = on_call},
+	{.path = "/pluginregistration.Registration/NotifyRegistrationStatus", .handler = on_call},
+};
+#define N_DEVICE_PLUGIN_METHODS 5
+
+static const char *errstr(int r)
+{
+	return rdp_log_q(strerror(r < 0 ? -r : r));
+}
+
+static void changed(struct rdp_resources *s)
+{
+	if (s->hooks.changed)
+		s->hooks.changed(s->hooks.userdata);
+}
+
+/*
+ * The one place a resource changes state. Events that cannot happen in the current state are
+ * ignored (and say so at debug level), so a late callback never resurrects a removed resource.
+ */
+static bool transition(struct res *r, enum rdp_res_event ev)
+{
+	enum rdp_res_state to;
+
+	if (rdp_res_next(r->state, ev, &to) < 0) {
+		rdp_log(RDP_LOG_DEBUG, "state-ignored", "resource=%s state=%s on=%s",
+			r->full_name, rdp_res_state_name(r->state), rdp_res_event_name(ev));
+		return false;
+	}
+	if (to != r->state)
+		rdp_log(RDP_LOG_DEBUG, "state", "resource=%s from=%s to=%s on=%s", r->full_name,
+			rdp_res_state_name(r->state), rdp_res_state_name(to),
+			rdp_res_event_name(ev));
+	r->state = to;
+	if (to == RDP_RES_RELEASED && r->set->reap_src)
+		rdp_event_source_defer(r->set->reap_src);
+	changed(r->set);
+	return true;
+}
+
+static void log_state(struct res *r, const char *event, enum rdp_log_level l)
+{
+	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
+	char numa[16] = "none";
+
+	if (st->numa_node >= 0)
+		snprintf(numa, sizeof(numa), "%d", st->numa_node);
+	rdp_log(l, event, "resource=%s units=%u healthy=%u numa=%s devices=%s active=%zu specs=%zu",
+		r->full_name, st->units, st->healthy ? st->units : 0, numa,
+		rdp_log_q(st->devices ? st->devices : ""), st->n_active, st->n_specs);
+}
+
+/* (Re)arms the resource's one timer; 0 disarms. */
+static void arm(struct res *r, uint64_t usec)
+{
+	if (r->timer)
+		rdp_event_source_set_timer(r->timer, usec);
+}
+
+static uint64_t backoff(struct res *r, uint64_t min, uint64_t max)
+{
+	uint64_t d = r->backoff_usec ? r->backoff_usec : min;
+
+	r->backoff_usec = d * 2 > max ? max : d * 2;
+	return d;
+}
+
+/* kubelet-sock mode, registered: no stream for a while means kubelet dropped us. */
+static void watch_streams(struct res *r)
+{
+	if (r->set->mode != RDP_REGISTRATION_KUBELET_SOCK || r->state != RDP_RES_REGISTERED)
+		return;
+	arm(r, rdp_dp_service_streams(r->dp) == 0 ? RDP_RES_STREAMLESS_USEC : 0);
+}
+
+/* Calls and registration outcomes. */
+
+static void on_dp_call(const struct rdp_dp_call_info *info, void *userdata)
+{
+	struct res *r = userdata;
+
+	if (info->stream_opened || info->stream_closed) {
+		rdp_log(RDP_LOG_INFO, info->stream_opened ? "stream-opened" : "stream-closed",
+			"resource=%s call=%llu streams=%zu", r->full_name,
+			(unsigned long long)info->call_id, info->n_streams);
+		watch_streams(r);
+		return;
+	}
+	if (info->code != RDP_GRPC_OK) {
+		rdp_log(RDP_LOG_WARNING, "call-failed",
+			"resource=%s method=%s call=%llu code=%s msg=%s", r->full_name,
+			info->method, (unsigned long long)info->call_id,
+			rdp_grpc_code_name(info->code), rdp_log_q(strempty(info->message)));
+		return;
+	}
+	if (strcmp(info->method, "Allocate") == 0) {
+		rdp_log(RDP_LOG_INFO, "allocated",
+			"resource=%s call=%llu containers=%zu units=%zu devices=%zu", r->full_name,
+			(unsigned long long)info->call_id, info->n_containers, info->n_ids,
+			info->n_specs);
+		return;
+	}
+	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,
+		info->method, (unsigned long long)info->call_id);
+}
+
+static void on_register_attempt(void *userdata, unsigned int attempt)
+{
+	struct res *r = userdata;
+	struct rdp_resources *s = r->set;
+
+	/*
+	 * Take in what happened in the directory up to now: a kubelet.sock created before this
+	 * attempt is the kubelet this attempt reaches, so it must not trigger another restart.
+	 */
+	if (s->hooks.before_register)
+		s->hooks.before_register(s->hooks.userdata);
+	r->kubelet_gen = s->kubelet_gen;
+	r->handshake_usec = rdp_now_usec();
+	transition(r, RDP_RES_EV_HANDSHAKE);
+	rdp_log(RDP_LOG_DEBUG, "register-attempt", "resource=%s attempt=%u kubelet=%s",
+		r->full_name, attempt, rdp_log_q(s->kubelet_sock));
+}
+
+static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
+			     const char *message, uint64_t retry_usec)
+{
+	struct res *r = userdata;
+	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
+	bool ok = error == 0 && code == RDP_GRPC_OK;
+	unsigned int failures;
+
+	if (r->state == RDP_RES_RETIRING) {
+		const char *err = "none";
+
+		if (error)
+			err = errstr(error);
+		else if (!ok)
+			err = rdp_log_q(message && *message ? message : rdp_grpc_code_name(code));
+		/* No retry for a removed resource: its socket goes now. */
+		rdp_registration_stop(r->reg);
+		rdp_log(RDP_LOG_INFO, "register-resolved",
+			"resource=%s endpoint=%s mode=kubelet-sock registered=%d error=%s",
+			r->full_name, rdp_log_q(r->sock_path), ok, err);
+		r->release_why = ok ? "registered" : "register-failed";
+		transition(r, ok ? RDP_RES_EV_ACCEPTED : RDP_RES_EV_REJECTED);
+		return;
+	}
+	if (ok) {
+		r->reg_failures = 0;
+		transition(r, RDP_RES_EV_ACCEPTED);
+		rdp_log(RDP_LOG_INFO, "registered",
+			"resource=%s endpoint=%s mode=kubelet-sock units=%u healthy=%u",
+			r->full_name, rdp_log_q(r->sock_path), st->units,
+			st->healthy ? st->units : 0);
+		watch_streams(r);
+		return;
+	}
+	transition(r, RDP_RES_EV_REJECTED);
+	failures = ++r->reg_failures;
+	/* Log the 1st, 2nd, 4th, 8th... failure in a row: kubelet may be away for long. */
+	rdp_log((failures & (failures - 1)) == 0 ? RDP_LOG_WARNING : RDP_LOG_DEBUG,
+		"register-failed", "resource=%s kubelet=%s error=%s retry_ms=%llu failures=%u",
+		r->full_name, rdp_log_q(r->set->kubelet_sock),
+		error ? errstr(error)
+		      : rdp_log_q(message && *message ? message : rdp_grpc_code_name(code)),
+		(unsigned long long)(retry_usec / 1000), failures);
+}
+
+static const struct rdp_registration_ops register_ops = {
+	.attempt = on_register_attempt,
+	.done = on_register_done,
+};
+
+static void on_watcher_status(void *userdata, bool registered, const char *error)
+{
+	struct res *r = userdata;
+	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
+	uint64_t retry;
+
+	if (r->state == RDP_RES_RETIRING) {
+		/* Called from a handler of r's server: the release only defers the free. */
+		r->release_why = registered ? "notified" : "notify-failed";
+		transition(r, registered ? RDP_RES_EV_ACCEPTED : RDP_RES_EV_REJECTED);
+		return;
+	}
+	if (registered) {
+		r->reg_failures = 0;
+		r->backoff_usec = 0;
+		arm(r, 0);
+		transition(r, RDP_RES_EV_ACCEPTED);
+		rdp_log(RDP_LOG_INFO, "registered",
+			"resource=%s endpoint=%s mode=plugins-registry units=%u healthy=%u",
+			r->full_name, rdp_log_q(r->sock_path), st->units,
+			st->healthy ? st->units : 0);
+		return;
+	}
+	/*
+	 * kubelet refused: announce the socket again after a backoff (a new socket file is a
+	 * new plugin to kubelet's watcher), whether or not kubelet retries by itself.
+	 */
+	transition(r, RDP_RES_EV_REJECTED);
+	r->reg_failures++;
+	retry = backoff(r, RDP_RES_REJECT_BACKOFF_MIN_USEC, RDP_RES_REJECT_BACKOFF_MAX_USEC);
+	r->restart_pending = true;
+	arm(r, retry);
+	rdp_log(RDP_LOG_WARNING, "register-failed",
+		"resource=%s endpoint=%s mode=plugins-registry error=%s retry_ms=%llu failures=%u",
+		r->full_name, rdp_log_q(r->sock_path), rdp_log_q(strempty(error)),
+		(unsigned long long)(retry / 1000), r->reg_failures);
+}
+
+/* Every call of a resource's socket lands here. */
+static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *userdata)
+{
+	struct res *r = userdata;
+	const char *path = rdp_grpc_call_path(call);
+
+	if (rdp_dp_service_handles(path)) {
+		rdp_dp_service_dispatch(r->dp, call, req, len);
+		return;
+	}
+	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,
+		strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+		(unsigned long long)rdp_grpc_call_id(call));
+	if (strcmp(path, rdp_watcher_method_paths[0]) == 0) {
+		/* No new handshake for a removed resource. */
+		if (rdp_res_state_leaving(r->state)) {
+			rdp_grpc_call_fail(call, RDP_GRPC_UNAVAILABLE,
+					   "resource removed from the configuration");
+			return;
+		}
+		r->handshake_usec = rdp_now_usec();
+		transition(r, RDP_RES_EV_HANDSHAKE);
+	}
+	rdp_watcher_dispatch(&r->winfo, call, req, len);
+}
+
+/* Starting and stopping one resource. */
+
+static struct res *path_holder(struct rdp_resources *s, const char *sock_path)
+{
+	for (struct res *h = s->retiring; h; h = h->retiring_next)
+		if (strcmp(h->sock_path, sock_path) == 0)
+			return h;
+	return NULL;
+}
+
+/*
+ * (Re)creates the resource's socket and registers. Old connections end first (GOAWAY), so
+ * kubelet never sees an old ListAndWatch end after the new registration.
+ */
+static void res_listen(struct res *r)
+{
+	struct rdp_resources *s = r->set;
+	size_t n_methods =
+		s->mode == RDP_REGISTRATION_KUBELET_SOCK ? N_DEVICE_PLUGIN_METHODS
+							 : ARRAY_SIZE(all_methods);
+	int k;
+
+	r->restart_pending = false;
+	r->kubelet_gen = s->kubelet_gen;
+	rdp_registration_stop(r->reg);
+	arm(r, 0);
+	r->server = rdp_grpc_server_free(r->server);
+	k = rdp_grpc_server_new(s->event, r->sock_path, all_methods, n_methods, NULL, r,
+				&r->server);
+	if (k < 0) {
+		uint64_t delay = backoff(r, SERVER_RETRY_MIN_USEC, SERVER_RETRY_MAX_USEC);
+		unsigned int n = ++r->listen_failures;
+
+		transition(r, RDP_RES_EV_LISTEN_FAILED);
+		/* The 1st, 2nd, 4th, 8th... failure in a row: the directory may be away long. */
+		rdp_log((n & (n - 1)) == 0 ? RDP_LOG_WARNING : RDP_LOG_DEBUG, "listen-failed",
+			"resource=%s socket=%s error=%s retry_ms=%llu", r->full_name,
+			rdp_log_q(r->sock_path), errstr(k), (unsigned long long)(delay / 1000));
+		arm(r, delay);
+		return;
+	}
+	r->backoff_usec = 0;
+	r->listen_failures = 0;
+	transition(r, RDP_RES_EV_LISTENING);
+	rdp_log(RDP_LOG_INFO, "listening", "resource=%s socket=%s", r->full_name,
+		rdp_log_q(r->sock_path));
+	if (r->reg) {
+		k = rdp_registration_start(r->reg);
+		if (k < 0)
+			rdp_log(RDP_LOG_ERROR, "register-failed", "resource=%s error=%s",
+				r->full_name, errstr(k));
+	}
+}
+
+/* A start: waits while a retiring resource holds the path, else listens. */
+static void res_start(struct res *r)
+{
+	struct res *h = path_holder(r->set, r->sock_path);
+
+	if (h) {
+		uint64_t end = h->handshake_usec + RDP_REGISTRATION_TIMEOUT_USEC;
+		uint64_t now = rdp_now_usec();
+
+		/* Once per wait: a reload keeping r while it waits says nothing new. */
+		if (r->state != RDP_RES_WAITING)
+			rdp_log(RDP_LOG_INFO, "socket-busy",
+				"resource=%s socket=%s holder=%s max_wait_ms=%llu", r->full_name,
+				rdp_log_q(r->sock_path), h->full_name,
+				(unsigned long long)(end > now ? (end - now) / 1000 : 0));
+		transition(r, RDP_RES_EV_PATH_BUSY);
+		return;
+	}
+	res_listen(r);
+}
+
+/* The resource's timer: whatever its state waits on. */
+static int on_timer(struct rdp_event_source *src, void *userdata)
+{
+	struct res *r = userdata;
+
+	switch (r->state) {
+	case RDP_RES_LISTEN_RETRY:
+		res_listen(r);
+		break;
+	case RDP_RES_ANNOUNCED:
+		/* Rejected by kubelet's plugin watcher: announce a new socket. */
+		if (r->restart_pending)
+			res_listen(r);
+		break;
+	case RDP_RES_REGISTERED:
+		if (r->set->mode == RDP_REGISTRATION_KUBELET_SOCK &&
+		    rdp_dp_service_streams(r->dp) == 0) {
+			rdp_log(RDP_LOG_WARNING, "no-stream",
+				"resource=%s waited_ms=%llu msg=%s", r->full_name,
+				(unsigned long long)(RDP_RES_STREAMLESS_USEC / 1000),
+				rdp_log_q("kubelet has no ListAndWatch stream open: registering "
+					  "again"));
+			if (r->reg)
+				rdp_registration_start(r->reg);
+		}
+		break;
+	case RDP_RES_RETIRING:
+		r->release_why = "timeout";
+		transition(r, RDP_RES_EV_EXPIRED);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static struct res *res_free(struct res *r)
+{
+	if (!r)
+		return NULL;
+	/* Server first: its close callbacks take the streams off the service. */
+	r->server = rdp_grpc_server_free(r->server);
+	r->reg = rdp_registration_free(r->reg);
+	r->dp = rdp_dp_service_free(r->dp);
+	rdp_event_source_free(r->timer);
+	rdp_free(r->name);
+	rdp_free(r->prefix);
+	rdp_free(r->full_name);
+	rdp_free(r->endpoint);
+	rdp_free(r->sock_path);
+	rdp_free(r);
+	return NULL;
+}
+
+/* Builds what depends on the mode: socket path and registration. */
+static int res_set_mode(struct res *r)
+{
+	struct rdp_resources *s = r->set;
+	char *path = rdp_asprintf("%s/%s", s->sock_dir, r->endpoint);
+	int k;
+
+	if (!path)
+		return -ENOMEM;
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+		/* Would fail at every bind: say so once, at start or reload, instead. */
+		rdp_log(RDP_LOG_ERROR, "socket-path-too-long", "resource=%s socket=%s max=%zu",
+			r->full_name, rdp_log_q(path),
+			sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+		rdp_free(path);
+		return -ENAMETOOLONG;
+	}
+	rdp_free(r->sock_path);
+	r->sock_path = path;
+	r->reg = rdp_registration_free(r->reg);
+	if (s->mode == RDP_REGISTRATION_KUBELET_SOCK) {
+		k = rdp_registration_new(s->event, s->kubelet_sock, r->endpoint, r->full_name,
+					 &register_ops, r, &r->reg);
+		if (k < 0)
+			return k;
+	}
+	/* Plugin watcher: an empty endpoint is "the socket you dialled" to kubelet. */
+	r->winfo = (struct rdp_watcher_info){
+		.name = r->full_name,
+		.endpoint = "",
+		.status = on_watcher_status,
+		.userdata = r,
+	};
+	return 0;
+}
+
+static int res_new(struct rdp_resources *s, const struct rdp_resource *c, struct res **ret)
+{
+	struct res *r = rdp_calloc(1, sizeof(*r));
+	int k;
+
+	if (!r)
+		return -ENOMEM;
+	r->set = s;
+	r->state = RDP_RES_IDLE;
+	r->name = rdp_strdup(c->name);
+	r->prefix = rdp_strdup(c->prefix);
+	r->full_name = rdp_strdup(c->full_name);
+	r->endpoint = rdp_asprintf("%s.sock", c->name);
+	if (!r->name || !r->prefix || !r->full_name || !r->endpoint) {
+		res_free(r);
+		return -ENOMEM;
+	}
+	k = rdp_event_add_timer(s->event, 0, on_timer, r, &r->timer);
+	if (k >= 0)
+		k = res_set_mode(r);
+	if (k >= 0)
+		k = rdp_dp_service_new(on_dp_call, r, &r->dp);
+	if (k < 0) {
+		res_free(r);
+		return k;
+	}
+	*ret = r;
+	return 0;
+}
+
+/*
+ * r is gone from the config. Returns true when it retires (s->retiring owns it now), false
+ * when the caller frees it at once: no handshake open, or it timed out already.
+ */
+static bool res_remove(struct rdp_resources *s, struct res *r)
+{
+	uint64_t now = rdp_now_usec();
+
+	if (r->state == RDP_RES_HANDSHAKE &&
+	    now - r->handshake_usec >= RDP_REGISTRATION_TIMEOUT_USEC)
+		transition(r, RDP_RES_EV_EXPIRED);
+	transition(r, RDP_RES_EV_REMOVED);
+	if (r->state != RDP_RES_RETIRING)
+		return false;
+	/* Nothing new for the old name: no socket re-creation, no further Register attempt. */
+	arm(r, r->handshake_usec + RDP_REGISTRATION_TIMEOUT_USEC - now);
+	if (!rdp_registration_in_flight(r->reg))
+		rdp_registration_stop(r->reg);
+	r->retiring_next = s->retiring;
+	s->retiring = r;
+	return true;
+}
+
+/* The set. */
+
+static int on_reap(struct rdp_event_source *src, void *userdata)
+{
+	struct rdp_resources *s = userdata;
+
+	for (struct res **p = &s->retiring; *p;) {
+		struct res *r = *p;
+
+		if (r->state != RDP_RES_RELEASED) {
+			p = &r->retiring_next;
+			continue;
+		}
+		*p = r->retiring_next;
+		rdp_log(RDP_LOG_INFO, "socket-released", "resource=%s socket=%s why=%s",
+			r->full_name, rdp_log_q(r->sock_path), strempty(r->release_why));
+		res_free(r);
+	}
+	rdp_resources_start(s);
+	return 0;
+}
+
+int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, const char *sock_dir,
+		      const char *kubelet_sock, const struct rdp_resources_hooks *hooks,
+		      struct rdp_resources **ret)
+{
+	struct rdp_resources *s = rdp_calloc(1, sizeof(*s));
+	int k;
+
+	if (!s)
+		return -ENOMEM;
+	s->event = e;
+	s->mode = mode;
+	if (hooks)
+		s->hooks = *hooks;
+	s->sock_dir = rdp_strdup(sock_dir);
+	s->kubelet_sock = rdp_strdup(kubelet_sock);
+	if (!s->sock_dir || !s->kubelet_sock) {
+		rdp_resources_free(s);
+		return -ENOMEM;
+	}
+	k = rdp_event_add_defer(e, on_reap, s, &s->reap_src);
+	if (k < 0) {
+		rdp_resources_free(s);
+		return k;
+	}
+	*ret = s;
+	return 0;
+}
+
+struct rdp_resources *rdp_resources_free(struct rdp_resources *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->n_res; i++)
+		res_free(s->res[i]);
+	rdp_free(s->res);
+	while (s->retiring) {
+		struct res *r = s->retiring;
+
+		s->retiring = r->retiring_next;
+		res_free(r);
+	}
+	rdp_event_source_free(s->reap_src);
+	rdp_free(s->sock_dir);
+	rdp_free(s->kubelet_sock);
+	rdp_free(s);
+	return NULL;
+}
+
+size_t rdp_resources_count(const struct rdp_resources *s)
+{
+	return s->n_res;
+}
+
+enum rdp_registration_mode rdp_resources_mode(const struct rdp_resources *s)
+{
+	return s->mode;
+}
+
+/* Index of the running resource serving c (same name and prefix), or -1. */
+static ssize_t find_res(struct res **v, size_t n, const struct rdp_resource *c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] && strcmp(v[i]->name, c->name) == 0 &&
+		    strcmp(v[i]->prefix, c->prefix) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+int rdp_resources_apply_config(struct rdp_resources *s, const struct rdp_config *c,
+			       size_t *ret_added, size_t *ret_removed, size_t *ret_kept)
+{
+	struct res **old = s->res, **res;
+	_cleanup_free_ ssize_t *from = NULL;
+	size_t n_old = s->n_res, added = 0, removed = 0, kept = 0;
+	int k;
+
+	res = rdp_calloc(c->n_resources + 1, sizeof(*res));
+	from = rdp_calloc(c->n_resources + 1, sizeof(*from));
+	if (!res || !from) {
+		rdp_free(res);
+		return -ENOMEM;
+	}
+	/* New resources first: on failure nothing running has been touched. */
+	for (size_t i = 0; i < c->n_resources; i++) {
+		from[i] = find_res(old, n_old, &c->resources[i]);
+		if (from[i] >= 0)
+			continue;
+		k = res_new(s, &c->resources[i], &res[i]);
+		if (k < 0) {
+			rdp_log(RDP_LOG_ERROR, "config-rejected", "resource=%s error=%s",
+				c->resources[i].full_name, errstr(k));
+			for (size_t j = 0; j < i; j++)
+				if (from[j] < 0)
+					res_free(res[j]);
+			rdp_free(res);
+			return k;
+		}
+		added++;
+	}
+	for (size_t i = 0; i < c->n_resources; i++) {
+		if (from[i] >= 0) {
+			res[i] = TAKE_PTR(old[from[i]]);
+			kept++;
+		}
+	}
+	/*
+	 * What is left in old is gone from the config: close its socket (only ours), or, while
+	 * kubelet may still dial it for this name, keep it until that is resolved.
+	 */
+	for (size_t i = 0; i < n_old; i++) {
+		bool retiring;
+
+		if (!old[i])
+			continue;
+		retiring = res_remove(s, old[i]);
+		rdp_log(RDP_LOG_INFO, "resource-removed", "resource=%s socket=%s release=%s",
+			old[i]->full_name, rdp_log_q(old[i]->sock_path),
+			retiring ? "after-handshake" : "now");
+		if (!retiring)
+			res_free(old[i]);
+		removed++;
+	}
+	rdp_free(old);
+	s->res = res;
+	s->n_res = c->n_resources;
+	if (ret_added)
+		*ret_added = added;
+	if (ret_removed)
+		*ret_removed = removed;
+	if (ret_kept)
+		*ret_kept = kept;
+	changed(s);
+	return 0;
+}
+
+int rdp_resources_update(struct rdp_resources *s, const struct rdp_host *h,
+			 const struct rdp_pools *pools)
+{
+	int first_error = 0;
+
+	for (size_t i = 0; i < s->n_res && i < pools->n; i++) {
+		struct res *r = s->res[i];
+		struct rdp_dp_state st = {.numa_node = -1};
+		int k, mask = 0;
+
+		k = rdp_dp_state_build(h, &pools->v[i], &st);
+		if (k >= 0)
+			k = mask = rdp_dp_service_set_state(r->dp, &st);
+		rdp_dp_state_done(&st);
+		if (k < 0) {
+			rdp_log(RDP_LOG_ERROR, "update-failed", "resource=%s error=%s",
+				r->full_name, errstr(k));
+			if (!first_error)
+				first_error = k;
+			continue;
+		}
+		if (!r->pool_logged) {
+			r->pool_logged = true;
+			log_state(r, "pool", RDP_LOG_INFO);
+			if (rdp_dp_service_state(r->dp)->units == 0)
+				rdp_log(RDP_LOG_WARNING, "pool-empty", "resource=%s msg=%s",
+					r->full_name,
+					rdp_log_q("no device matches the selectors: registered "
+						  "with 0 units"));
+		} else if (mask) {
+			/* Losing every device (unplugged, driver gone) deserves a warning. */
+			log_state(r, "updated",
+				  rdp_dp_service_state(r->dp)->units == 0 ? RDP_LOG_WARNING
+									  : RDP_LOG_INFO);
+		}
+		if (mask)
+			changed(s);
+	}
+	return first_error;
+}
+
+void rdp_resources_refreshed(struct rdp_resources *s)
+{
+	(void)s;
+}
+
+void rdp_resources_start(struct rdp_resources *s)
+{
+	for (size_t i = 0; i < s->n_res; i++) {
+		struct res *r = s->res[i];
+
+		if (r->state == RDP_RES_IDLE || r->state == RDP_RES_WAITING)
+			res_start(r);
+	}
+}
+
+void rdp_resources_kubelet_restarted(struct rdp_resources *s)
+{
+	s->kubelet_gen++;
+}
+
+bool rdp_resources_socket_removed(struct rdp_resources *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_res; i++) {
+		struct res *r = s->res[i];
+
+		/* Ours, and not replaced by a new one of ours since? */
+		if (strcmp(r->endpoint, name) == 0 && r->server &&
+		    !rdp_grpc_server_socket_present(r->server)) {
+			rdp_log(RDP_LOG_INFO, "socket-removed", "resource=%s socket=%s",
+				r->full_name, rdp_log_q(r->sock_path));
+			r->restart_pending = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+void rdp_resources_restart_all(struct rdp_resources *s)
+{
+	for (size_t i = 0; i < s->n_res; i++)
+		s->res[i]->restart_pending = true;
+	if (s->mode == RDP_REGISTRATION_KUBELET_SOCK)
+		s->kubelet_gen++;
+}
+
+void rdp_resources_check_sockets(struct rdp_resources *s)
+{
+	for (size_t i = 0; i < s->n_res; i++)
+		s->res[i]->restart_pending |= s->res[i]->server &&
+					      !rdp_grpc_server_socket_present(s->res[i]->server);
+}
+
+void rdp_resources_apply_pending(struct rdp_resources *s)
+{
+	for (size_t i = 0; i < s->n_res; i++) {
+		struct res *r = s->res[i];
+
+		if (!rdp_res_state_serving(r->state) && r->state != RDP_RES_LISTEN_RETRY)
+			continue;
+		if (r->restart_pending ||
+		    (s->mode == RDP_REGISTRATION_KUBELET_SOCK && r->kubelet_gen != s->kubelet_gen))
+			res_listen(r);
+	}
+}
+
+int rdp_resources_set_mode(struct rdp_resources *s, enum rdp_registration_mode mode,
+			   const char *sock_dir)
+{
+	char *dir = rdp_strdup(sock_dir);
+	int k = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	/* The old sockets go first: kubelet must not find a plugin in both places. */
+	for (size_t i = 0; i < s->n_res; i++) {
+		struct res *r = s->res[i];
+
+		r->server = rdp_grpc_server_free(r->server);
+		rdp_registration_stop(r->reg);
+		arm(r, 0);
+		transition(r, RDP_RES_EV_STOP);
+	}
+	while (s->retiring) {
+		struct res *r = s->retiring;
+
+		s->retiring = r->retiring_next;
+		res_free(r);
+	}
+	rdp_free(s->sock_dir);
+	s->sock_dir = dir;
+	s->mode = mode;
+	s->kubelet_gen++;
+	for (size_t i = 0; i < s->n_res; i++) {
+		int q = res_set_mode(s->res[i]);
+
+		if (q < 0 && k == 0)
+			k = q;
+	}
+	rdp_resources_start(s);
+	return k;
+}
+
+size_t rdp_resources_status(const struct rdp_resources *s, struct rdp_resource_status *v,
+			    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_res && i < n; i++) {
+		const struct res *r = s->res[i];
+		const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
+
+		v[i] = (struct rdp_resource_status){
+			.full_name = r->full_name,
+			.sock_path = r->sock_path,
+			.state = r->state,
+			.units = st->units,
+			.healthy = st->healthy,
+			.streams = rdp_dp_service_streams(r->dp),
+		};
+	}
+	return i;
+}
