@@ -172,13 +172,13 @@ static void out_msg_clear(struct out_msg *m)
 
 /*
  * Recounts what c holds (fixed cost, header strings, request bytes received and not yet
- * handled) into the server's total. True when the server is now over its budget.
+ * handled, answer bytes not yet handed to nghttp2) into the server's total. True when the server is now over its budget.
  */
 static bool call_charge(struct rdp_grpc_call *c)
 {
 	struct rdp_grpc_server *s = c->conn->server;
 	size_t now = CALL_COST + c->header_bytes + c->reader.hdr_len + c->reader.len +
-		     (c->req ? c->req_len : 0);
+		     (c->req ? c->req_len : 0) + (c->cur.len - c->cur.off) + c->pend.len;
 
 	s->buffered = s->buffered - c->charged + now;
 	c->charged = now;
@@ -276,6 +276,7 @@ static int call_submit_status(struct rdp_grpc_call *c, int http_status, enum rdp
 		out_msg_clear(&c->cur);
 		out_msg_clear(&c->pend);
 		c->have_cur = c->have_pend = false;
+		(void)call_charge(c);
 		c->headers_sent = true;
 		r = nghttp2_submit_response(session, c->stream_id, nva, ARRAY_SIZE(nva), NULL);
 		if (r != 0) {
@@ -332,6 +333,7 @@ static ssize_t call_read(nghttp2_session *session, int32_t stream_id, uint8_t *b
 			}
 		}
 	}
+	(void)call_charge(c);
 	if (c->have_cur)
 		return (ssize_t)n;
 	if (c->trailers_pending) {
@@ -383,6 +385,18 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		return -EPIPE;
 	if (len > c->conn->server->limits.max_send_message || len > UINT32_MAX)
 		return -EMSGSIZE;
+	{
+		/* what the queue will hold: a message not started yet is replaced (coalesced) */
+		struct rdp_grpc_server *s = c->conn->server;
+		size_t queued = (c->cur.len - c->cur.off) + c->pend.len;
+		size_t replaced = !c->have_cur || c->have_pend || c->cur.off == 0
+					  ? (c->have_pend ? c->pend.len : c->cur.len)
+					  : 0;
+		size_t after = queued - replaced + RDP_GRPC_PREFIX_LEN + len;
+
+		if (after > queued && s->buffered + (after - queued) > s->limits.max_buffered)
+			return -ENOBUFS;
+	}
 	m.buf = rdp_malloc(RDP_GRPC_PREFIX_LEN + len);
 	if (!m.buf)
 		return -ENOMEM;
@@ -408,6 +422,7 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		c->pend = m;
 		c->have_pend = true;
 	}
+	(void)call_charge(c);
 	(void)nghttp2_session_resume_data(rdp_h2_session(c->conn->h2), c->stream_id);
 	rdp_h2_schedule_flush(c->conn->h2);
 	return 0;
@@ -469,6 +484,15 @@ int rdp_grpc_call_reply(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		return -EMSGSIZE;
 	}
 	r = rdp_grpc_call_send(c, msg, len);
+	if (r == -ENOBUFS) {
+		char m[128];
+
+		snprintf(m, sizeof(m),
+			 "grpc: the server holds too many unsent bytes (limit %zu), try again",
+			 c->conn->server->limits.max_buffered);
+		(void)rdp_grpc_call_fail(c, RDP_GRPC_RESOURCE_EXHAUSTED, m);
+		return r;
+	}
 	if (r < 0) {
 		(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
 		return r;
