@@ -798,6 +798,8 @@ static void call_dispatch_end(struct rdp_grpc_call *c)
 		uint8_t *req = TAKE_PTR(c->req);
 		size_t len = c->req_len;
 
+		/* the request is the handler's now: the budget has room for its answer */
+		(void)call_charge(c);
 		c->method->handler(c, req, len, c->conn->server->userdata);
 		rdp_free(req);
 		(void)call_charge(c);
