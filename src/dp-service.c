@@ -316,11 +316,12 @@ static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t
 /*
  * The bytes protobuf-c may allocate to unpack one Allocate or GetPreferredAllocation request
  * (the IDs, their pointer arrays, the per-container messages). kubelet's requests name a few
- * hundred IDs at most, a few KiB unpacked; 1 MiB holds about 40000 short IDs. A request that
+ * hundred IDs at most, a few KiB unpacked; 512 KiB holds about 10000 short IDs (with
+ * protobuf-c's scan slabs, about 48 bytes per ID during the unpack). A request that
  * needs more is refused before it is unpacked further (RESOURCE_EXHAUSTED, as grpc-go refuses
  * an oversized message): it is well-formed, only beyond what this server holds for one call.
  */
-#define RDP_DP_UNPACK_BUDGET (1u << 20)
+#define RDP_DP_UNPACK_BUDGET (512u << 10)
 
 /* Why an unpack failed: budget (-ENOBUFS with *ret_error), memory, or a malformed request. */
 static int unpack_error(const struct rdp_pb_arena *a, char **ret_error)

@@ -123,7 +123,7 @@ void rdp_grpc_limits_default(struct rdp_grpc_limits *l)
 		.max_streams = 100,
 		.max_header_list = 16384,
 		.max_output = 65536,
-		.max_buffered = 1u << 20,
+		.max_buffered = 512u << 10,
 		.handshake_timeout_usec = 10ULL * 1000000,
 		.idle_timeout_usec = 300ULL * 1000000,
 	};

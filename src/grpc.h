@@ -62,7 +62,7 @@ struct rdp_grpc_limits {
 	size_t max_header_list;      /* bytes of one header list; default 16 KiB */
 	size_t max_output;           /* buffered output per connection before backpressure;
 					default 64 KiB */
-	size_t max_buffered;         /* request state held by all connections; default 1 MiB */
+	size_t max_buffered;         /* request state held by all connections; default 512 KiB */
 	uint64_t handshake_timeout_usec; /* default 10 s */
 	uint64_t idle_timeout_usec;      /* default 5 min */
 };

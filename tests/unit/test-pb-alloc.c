@@ -119,7 +119,7 @@ static void test_dp_service(void)
 	buf = many_ids(128 * 1024, "", &len);
 	r = rdp_dp_allocate(&s, buf, len, &out, &out_len, &err);
 	EXPECT_EQ(r, -ENOBUFS);
-	EXPECT_CONTAINS(err, "more than 1048576 bytes");
+	EXPECT_CONTAINS(err, "more than 524288 bytes");
 	rdp_free(err);
 	err = NULL;
 	rdp_free(out);
@@ -127,7 +127,7 @@ static void test_dp_service(void)
 	/* the same bytes read as a GetPreferredAllocation request (fields 1 and 1.1 alike) */
 	r = rdp_dp_preferred_allocation(&s, buf, len, &out, &out_len, &err);
 	EXPECT_EQ(r, -ENOBUFS);
-	EXPECT_CONTAINS(err, "more than 1048576 bytes");
+	EXPECT_CONTAINS(err, "more than 524288 bytes");
 	rdp_free(err);
 	rdp_free(out);
 	rdp_free(buf);
