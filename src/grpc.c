@@ -119,10 +119,10 @@ void rdp_grpc_limits_default(struct rdp_grpc_limits *l)
 	*l = (struct rdp_grpc_limits){
 		.max_message = 256u << 10,
 		.max_send_message = 4u << 20,
-		.max_connections = 64,
+		.max_connections = 32,
 		.max_streams = 100,
 		.max_header_list = 16384,
-		.max_output = 65536,
+		.max_output = 16384,
 		.max_buffered = 512u << 10,
 		.handshake_timeout_usec = 10ULL * 1000000,
 		.idle_timeout_usec = 300ULL * 1000000,

@@ -57,11 +57,11 @@ enum rdp_grpc_code {
 struct rdp_grpc_limits {
 	size_t max_message;          /* request message bytes; default 256 KiB */
 	size_t max_send_message;     /* response message bytes; default 4 MiB */
-	size_t max_connections;      /* per server; default 64 */
+	size_t max_connections;      /* per server; default 32 (kubelet uses one) */
 	uint32_t max_streams;        /* concurrent streams per connection; default 100 */
 	size_t max_header_list;      /* bytes of one header list; default 16 KiB */
 	size_t max_output;           /* buffered output per connection before backpressure;
-					default 64 KiB */
+					default 16 KiB */
 	size_t max_buffered;         /* request state held by all connections; default 512 KiB */
 	uint64_t handshake_timeout_usec; /* default 10 s */
 	uint64_t idle_timeout_usec;      /* default 5 min */

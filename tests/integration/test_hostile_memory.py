@@ -149,8 +149,8 @@ def test_peak_rss_under_hostile_requests(env):
 
     errors, socks, threads = [], [], []
     for p in paths:
-        for _ in range(8):
-            socks.append(K.raw_connect(p))  # silent: no preface at all
+        for _ in range(24):
+            socks.append(K.raw_connect(p))  # silent, no preface: with the rest, every slot
         for _ in range(4):
             threads.append(threading.Thread(target=grpc_errors,
                                             args=(p, pb, 4, "empty-ids", errors)))
