@@ -10,6 +10,7 @@
 
 #include "deviceplugin.pb-c.h"
 #include "macro.h"
+#include "pb-alloc.h"
 
 #define PATH_PREFIX "/v1beta1.DevicePlugin/"
 
@@ -312,10 +313,36 @@ static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t
 	return mb_error(&b, ret_error, -EINVAL);
 }
 
+/*
+ * The bytes protobuf-c may allocate to unpack one Allocate or GetPreferredAllocation request
+ * (the IDs, their pointer arrays, the per-container messages). kubelet's requests name a few
+ * hundred IDs at most, a few KiB unpacked; 512 KiB holds about 10000 short IDs (with
+ * protobuf-c's scan slabs, about 48 bytes per ID during the unpack). A request that
+ * needs more is refused before it is unpacked further (RESOURCE_EXHAUSTED, as grpc-go refuses
+ * an oversized message): it is well-formed, only beyond what this server holds for one call.
+ */
+#define RDP_DP_UNPACK_BUDGET (512u << 10)
+
+/* Why an unpack failed: budget (-ENOBUFS with *ret_error), memory, or a malformed request. */
+static int unpack_error(const struct rdp_pb_arena *a, char **ret_error)
+{
+	int r = rdp_pb_arena_error(a);
+
+	if (r == -ENOBUFS) {
+		*ret_error = rdp_asprintf("the request unpacks to more than %u bytes, the limit of "
+					  "this server (too many IDs)",
+					  RDP_DP_UNPACK_BUDGET);
+		return *ret_error ? -ENOBUFS : -ENOMEM;
+	}
+	return r < 0 ? r : -EBADMSG;
+}
+
 /* rdp_dp_allocate(), also counting container requests and unit IDs for the log. */
 static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
 		    size_t *ret_len, char **ret_error, size_t *ret_containers, size_t *ret_ids)
 {
+	_cleanup_(rdp_pb_arena_done) struct rdp_pb_arena arena =
+		RDP_PB_ARENA_INIT(RDP_DP_UNPACK_BUDGET);
 	V1beta1__AllocateRequest *r;
 	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
 	_cleanup_free_ V1beta1__ContainerAllocateResponse *cs = NULL;
@@ -326,9 +353,9 @@ static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len
 	int k = 0;
 
 	*ret_error = NULL;
-	r = v1beta1__allocate_request__unpack(rdp_protobuf_allocator(), len, req);
+	r = v1beta1__allocate_request__unpack(rdp_pb_arena_allocator(&arena), len, req);
 	if (!r)
-		return -EBADMSG;
+		return unpack_error(&arena, ret_error);
 	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
 		mb_add(&b, "%zu container requests, at most %d are accepted",
 		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
@@ -369,7 +396,7 @@ static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len
 	resp.container_responses = cptrs;
 	k = pack_message(&resp.base, ret, ret_len);
 out:
-	v1beta1__allocate_request__free_unpacked(r, rdp_protobuf_allocator());
+	v1beta1__allocate_request__free_unpacked(r, rdp_pb_arena_allocator(&arena));
 	return k;
 }
 
@@ -459,6 +486,8 @@ static int preferred_one(const V1beta1__ContainerPreferredAllocationRequest *c, 
 int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req, size_t len,
 				uint8_t **ret, size_t *ret_len, char **ret_error)
 {
+	_cleanup_(rdp_pb_arena_done) struct rdp_pb_arena arena =
+		RDP_PB_ARENA_INIT(RDP_DP_UNPACK_BUDGET);
 	V1beta1__PreferredAllocationRequest *r;
 	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
 	V1beta1__ContainerPreferredAllocationResponse *cs = NULL, **cptrs = NULL;
@@ -468,9 +497,10 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 
 	(void)s;
 	*ret_error = NULL;
-	r = v1beta1__preferred_allocation_request__unpack(rdp_protobuf_allocator(), len, req);
+	r = v1beta1__preferred_allocation_request__unpack(rdp_pb_arena_allocator(&arena), len,
+							  req);
 	if (!r)
-		return -EBADMSG;
+		return unpack_error(&arena, ret_error);
 	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
 		mb_add(&b, "%zu container requests, at most %d are accepted",
 		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
@@ -508,7 +538,7 @@ out:
 		rdp_free(cs[i].deviceids);
 	rdp_free(cs);
 	rdp_free(cptrs);
-	v1beta1__preferred_allocation_request__free_unpacked(r, rdp_protobuf_allocator());
+	v1beta1__preferred_allocation_request__free_unpacked(r, rdp_pb_arena_allocator(&arena));
 	return k;
 }
 
@@ -676,6 +706,7 @@ static enum rdp_grpc_code errno_code(int r)
 	case -E2BIG:
 		return RDP_GRPC_INVALID_ARGUMENT;
 	case -ENOMEM:
+	case -ENOBUFS:
 		return RDP_GRPC_RESOURCE_EXHAUSTED;
 	default:
 		return RDP_GRPC_INTERNAL;

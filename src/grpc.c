@@ -27,6 +27,8 @@
 #include "macro.h"
 
 #define MAX_ACCEPT_PER_EVENT 16
+/* What an open call costs besides its headers and request bytes: ours and nghttp2's stream. */
+#define CALL_COST (sizeof(struct rdp_grpc_call) + 512)
 
 struct conn;
 
@@ -72,8 +74,15 @@ struct rdp_grpc_call {
 	char *status_msg; /* percent-encoded */
 
 	struct rdp_event_source *timer;
+	size_t charged; /* bytes counted in the server's buffered total */
 	void (*close_cb)(struct rdp_grpc_call *c, void *userdata);
 	void *close_userdata;
+};
+
+/* A connection waits for the client's preface and SETTINGS, then serves until it closes. */
+enum conn_state {
+	CONN_HANDSHAKE,
+	CONN_READY,
 };
 
 struct conn {
@@ -81,6 +90,8 @@ struct conn {
 	struct conn *prev, *next;
 	struct rdp_h2 *h2;
 	struct rdp_grpc_call *calls;
+	enum conn_state state;
+	struct rdp_event_source *timer; /* handshake, then idle timeout */
 	bool memory;
 	bool closed;
 };
@@ -98,6 +109,7 @@ struct rdp_grpc_server {
 	void *userdata;
 	struct conn *conns;
 	size_t n_conns;
+	size_t buffered; /* sum of the calls' charged bytes */
 };
 
 static uint64_t next_call_id = 1;
@@ -105,11 +117,15 @@ static uint64_t next_call_id = 1;
 void rdp_grpc_limits_default(struct rdp_grpc_limits *l)
 {
 	*l = (struct rdp_grpc_limits){
-		.max_message = 4u << 20,
-		.max_connections = 64,
+		.max_message = 256u << 10,
+		.max_send_message = 4u << 20,
+		.max_connections = 32,
 		.max_streams = 100,
 		.max_header_list = 16384,
-		.max_output = 8u << 20,
+		.max_output = 16384,
+		.max_buffered = 512u << 10,
+		.handshake_timeout_usec = 10ULL * 1000000,
+		.idle_timeout_usec = 300ULL * 1000000,
 	};
 }
 
@@ -154,9 +170,29 @@ static void out_msg_clear(struct out_msg *m)
 	*m = (struct out_msg){};
 }
 
+/*
+ * Recounts what c holds (fixed cost, header strings, request bytes received and not yet
+ * handled, answer bytes not yet handed to nghttp2) into the server's total. True when the server is now over its budget.
+ */
+static bool call_charge(struct rdp_grpc_call *c)
+{
+	struct rdp_grpc_server *s = c->conn->server;
+	size_t now = CALL_COST + c->header_bytes + c->reader.hdr_len + c->reader.len +
+		     (c->req ? c->req_len : 0) + (c->cur.len - c->cur.off) + c->pend.len;
+
+	s->buffered = s->buffered - c->charged + now;
+	c->charged = now;
+	return s->buffered > s->limits.max_buffered;
+}
+
 static void call_free(struct rdp_grpc_call *c)
 {
 	struct conn *conn = c->conn;
+
+	if (conn) {
+		conn->server->buffered -= c->charged;
+		c->charged = 0;
+	}
 
 	if (c->prev)
 		c->prev->next = c->next;
@@ -240,6 +276,7 @@ static int call_submit_status(struct rdp_grpc_call *c, int http_status, enum rdp
 		out_msg_clear(&c->cur);
 		out_msg_clear(&c->pend);
 		c->have_cur = c->have_pend = false;
+		(void)call_charge(c);
 		c->headers_sent = true;
 		r = nghttp2_submit_response(session, c->stream_id, nva, ARRAY_SIZE(nva), NULL);
 		if (r != 0) {
@@ -296,6 +333,7 @@ static ssize_t call_read(nghttp2_session *session, int32_t stream_id, uint8_t *b
 			}
 		}
 	}
+	(void)call_charge(c);
 	if (c->have_cur)
 		return (ssize_t)n;
 	if (c->trailers_pending) {
@@ -345,8 +383,20 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		return -EINVAL;
 	if (c->done || c->status_submitted)
 		return -EPIPE;
-	if (len > c->conn->server->limits.max_message || len > UINT32_MAX)
+	if (len > c->conn->server->limits.max_send_message || len > UINT32_MAX)
 		return -EMSGSIZE;
+	{
+		/* what the queue will hold: a message not started yet is replaced (coalesced) */
+		struct rdp_grpc_server *s = c->conn->server;
+		size_t queued = (c->cur.len - c->cur.off) + c->pend.len;
+		size_t replaced = !c->have_cur || c->have_pend || c->cur.off == 0
+					  ? (c->have_pend ? c->pend.len : c->cur.len)
+					  : 0;
+		size_t after = queued - replaced + RDP_GRPC_PREFIX_LEN + len;
+
+		if (after > queued && s->buffered + (after - queued) > s->limits.max_buffered)
+			return -ENOBUFS;
+	}
 	m.buf = rdp_malloc(RDP_GRPC_PREFIX_LEN + len);
 	if (!m.buf)
 		return -ENOMEM;
@@ -372,6 +422,7 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		c->pend = m;
 		c->have_pend = true;
 	}
+	(void)call_charge(c);
 	(void)nghttp2_session_resume_data(rdp_h2_session(c->conn->h2), c->stream_id);
 	rdp_h2_schedule_flush(c->conn->h2);
 	return 0;
@@ -423,7 +474,7 @@ int rdp_grpc_call_reply(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		return -EINVAL;
 	if (c->done || c->in_close_cb)
 		return -EPIPE;
-	max = c->conn->server->limits.max_message;
+	max = c->conn->server->limits.max_send_message;
 	if (len > max) {
 		char m[96];
 
@@ -433,6 +484,15 @@ int rdp_grpc_call_reply(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 		return -EMSGSIZE;
 	}
 	r = rdp_grpc_call_send(c, msg, len);
+	if (r == -ENOBUFS) {
+		char m[128];
+
+		snprintf(m, sizeof(m),
+			 "grpc: the server holds too many unsent bytes (limit %zu), try again",
+			 c->conn->server->limits.max_buffered);
+		(void)rdp_grpc_call_fail(c, RDP_GRPC_RESOURCE_EXHAUSTED, m);
+		return r;
+	}
 	if (r < 0) {
 		(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
 		return r;
@@ -490,6 +550,13 @@ static int srv_begin_headers(struct rdp_h2 *h, const nghttp2_frame *f, void *use
 
 	if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	if (conn->server->buffered + CALL_COST > conn->server->limits.max_buffered) {
+		/* no call object: the rest of this stream is ignored until the reset closes it */
+		(void)nghttp2_submit_rst_stream(rdp_h2_session(h), NGHTTP2_FLAG_NONE,
+						f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+		rdp_h2_schedule_flush(h);
+		return 0;
+	}
 	c = rdp_calloc(1, sizeof(*c));
 	if (!c)
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -505,6 +572,7 @@ static int srv_begin_headers(struct rdp_h2 *h, const nghttp2_frame *f, void *use
 	if (conn->calls)
 		conn->calls->prev = c;
 	conn->calls = c;
+	(void)call_charge(c);
 	return 0;
 }
 
@@ -575,6 +643,10 @@ static int srv_header(struct rdp_h2 *h, const nghttp2_frame *f, const uint8_t *n
 	c->header_bytes += namelen + valuelen + 32;
 	if (c->header_bytes > conn->server->limits.max_header_list) {
 		call_reject(c, NGHTTP2_FRAME_SIZE_ERROR);
+		return 0;
+	}
+	if (call_charge(c)) {
+		call_reject(c, NGHTTP2_REFUSED_STREAM);
 		return 0;
 	}
 	if (!valid_name(name, namelen) || !valid_value(value, valuelen)) {
@@ -726,8 +798,11 @@ static void call_dispatch_end(struct rdp_grpc_call *c)
 		uint8_t *req = TAKE_PTR(c->req);
 		size_t len = c->req_len;
 
+		/* the request is the handler's now: the budget has room for its answer */
+		(void)call_charge(c);
 		c->method->handler(c, req, len, c->conn->server->userdata);
 		rdp_free(req);
+		(void)call_charge(c);
 	}
 }
 
@@ -768,7 +843,18 @@ static int srv_data_chunk(struct rdp_h2 *h, int32_t stream_id, const uint8_t *da
 
 	if (!c || c->rejected || c->status_submitted || !c->dispatched)
 		return 0;
+	if (!c->handler_called &&
+	    c->conn->server->buffered + len > c->conn->server->limits.max_buffered) {
+		snprintf(msg, sizeof(msg),
+			 "grpc: the server holds too many request bytes (limit %zu), try again",
+			 c->conn->server->limits.max_buffered);
+		call_abort(c, RDP_GRPC_RESOURCE_EXHAUSTED, msg);
+		rdp_grpc_reader_done(&c->reader);
+		(void)call_charge(c);
+		return 0;
+	}
 	r = rdp_grpc_reader_feed(&c->reader, data, len, call_on_message, c);
+	(void)call_charge(c);
 	if (r == 0 || r == -ECANCELED || r == -EIO)
 		return 0;
 	/* the call may have been ended from the handler meanwhile: then it stays as it is */
@@ -789,14 +875,25 @@ static int srv_data_chunk(struct rdp_h2 *h, int32_t stream_id, const uint8_t *da
 	} else {
 		call_abort(c, RDP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 	}
+	rdp_grpc_reader_done(&c->reader);
+	(void)call_charge(c);
 	return 0;
 }
 
+static void conn_arm_idle(struct conn *conn);
+
 static int srv_frame_recv(struct rdp_h2 *h, const nghttp2_frame *f, void *userdata)
 {
+	struct conn *conn = userdata;
 	struct rdp_grpc_call *c;
 	bool end = f->hd.flags & NGHTTP2_FLAG_END_STREAM;
 
+	/* nghttp2 checked the preface; the client's first SETTINGS completes the handshake */
+	if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK) &&
+	    conn->state == CONN_HANDSHAKE) {
+		conn->state = CONN_READY;
+		conn_arm_idle(conn);
+	}
 	if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
 		return 0;
 	c = stream_call(h, f->hd.stream_id);
@@ -884,8 +981,58 @@ static void conn_free(struct conn *conn)
 	if (conn->next)
 		conn->next->prev = conn->prev;
 	s->n_conns--;
+	conn->timer = rdp_event_source_free(conn->timer);
 	conn->h2 = rdp_h2_free(conn->h2);
 	rdp_free(conn);
+}
+
+/*
+ * True while the connection may stay silent for ever: it has calls open, all of them
+ * server-streaming calls in the handler's hands with nothing queued or buffered to write.
+ */
+static bool conn_only_watching(struct conn *conn)
+{
+	struct rdp_grpc_call *c;
+
+	if (!conn->calls || rdp_h2_pending_output(conn->h2) > 0)
+		return false;
+	for (c = conn->calls; c; c = c->next)
+		if (!c->method || !c->method->server_streaming || !c->handler_called || c->done ||
+		    c->have_cur || c->have_pend)
+			return false;
+	return true;
+}
+
+static int conn_timer(struct rdp_event_source *src, void *userdata)
+{
+	struct conn *conn = userdata;
+	const struct rdp_grpc_limits *l = &conn->server->limits;
+	uint64_t now = rdp_now_usec(), last;
+
+	if (conn->closed || rdp_h2_is_closed(conn->h2))
+		return 0;
+	if (conn->state == CONN_HANDSHAKE) {
+		rdp_h2_close(conn->h2, NGHTTP2_SETTINGS_TIMEOUT, -ETIMEDOUT);
+		return 0;
+	}
+	last = rdp_h2_last_activity(conn->h2);
+	if (conn_only_watching(conn) || now - last < l->idle_timeout_usec) {
+		uint64_t left = conn_only_watching(conn) || now - last >= l->idle_timeout_usec
+					? l->idle_timeout_usec
+					: l->idle_timeout_usec - (now - last);
+
+		(void)rdp_event_source_set_timer(src, left ? left : 1);
+		return 0;
+	}
+	rdp_h2_close(conn->h2, NGHTTP2_NO_ERROR, -ETIMEDOUT);
+	return 0;
+}
+
+static void conn_arm_idle(struct conn *conn)
+{
+	if (conn->timer)
+		(void)rdp_event_source_set_timer(conn->timer,
+						 conn->server->limits.idle_timeout_usec);
 }
 
 static int conn_new(struct rdp_grpc_server *s, int fd, struct conn **ret)
@@ -911,6 +1058,20 @@ static int conn_new(struct rdp_grpc_server *s, int fd, struct conn **ret)
 	if (r < 0) {
 		rdp_free(conn);
 		return r;
+	}
+	conn->state = CONN_HANDSHAKE;
+	if (s->e && (s->limits.handshake_timeout_usec || s->limits.idle_timeout_usec)) {
+		/* without a handshake timeout the first check is the idle one */
+		r = rdp_event_add_timer(s->e,
+					s->limits.handshake_timeout_usec
+						? s->limits.handshake_timeout_usec
+						: s->limits.idle_timeout_usec,
+					conn_timer, conn, &conn->timer);
+		if (r < 0) {
+			rdp_h2_free(conn->h2);
+			rdp_free(conn);
+			return r;
+		}
 	}
 	conn->next = s->conns;
 	if (s->conns)
@@ -983,16 +1144,31 @@ int rdp_grpc_server_new(struct rdp_event *e, const char *path, const struct rdp_
 		s->limits = *limits;
 	else
 		rdp_grpc_limits_default(&s->limits);
-	if (!s->limits.max_message)
-		s->limits.max_message = 4u << 20;
-	if (s->limits.max_streams < 2)
-		s->limits.max_streams = 100;
-	if (!s->limits.max_header_list)
-		s->limits.max_header_list = 16384;
-	if (!s->limits.max_output)
-		s->limits.max_output = 8u << 20;
-	if (!s->limits.max_connections)
-		s->limits.max_connections = 64;
+	{
+		struct rdp_grpc_limits d;
+
+		/* 0 means the default for sizes; for timeouts it means none */
+		rdp_grpc_limits_default(&d);
+		if (!s->limits.max_message)
+			s->limits.max_message = d.max_message;
+		if (!s->limits.max_send_message)
+			s->limits.max_send_message = d.max_send_message;
+		if (s->limits.max_streams < 2)
+			s->limits.max_streams = d.max_streams;
+		if (!s->limits.max_header_list)
+			s->limits.max_header_list = d.max_header_list;
+		if (!s->limits.max_output)
+			s->limits.max_output = d.max_output;
+		if (!s->limits.max_connections)
+			s->limits.max_connections = d.max_connections;
+		if (!s->limits.max_buffered)
+			s->limits.max_buffered = d.max_buffered;
+		/* room for at least one request of the maximum size */
+		if (s->limits.max_buffered < s->limits.max_message + s->limits.max_header_list +
+						      4 * CALL_COST)
+			s->limits.max_buffered = s->limits.max_message +
+						 s->limits.max_header_list + 4 * CALL_COST;
+	}
 	if (!path) {
 		*ret = s;
 		return 0;
@@ -1428,8 +1604,9 @@ int rdp_grpc_unary_call(struct rdp_event *e, const char *path, const char *metho
 			void *userdata, struct rdp_grpc_client_call **ret)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	/* the request is ours; answers come from kubelet (Register) or our own daemon (health) */
 	struct rdp_h2_config cfg = { .server = false, .max_streams = 100,
-				     .max_header_list = 16384, .max_output = 8u << 20 };
+				     .max_header_list = 16384, .max_output = 65536 };
 	struct rdp_grpc_client_call *c;
 	_cleanup_close_ int fd = -1;
 	char tmo[16] = "";

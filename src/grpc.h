@@ -32,12 +32,39 @@ enum rdp_grpc_code {
 	RDP_GRPC_UNAVAILABLE = 14,
 };
 
+/*
+ * The defaults fit the device plugin API: kubelet's requests are a few KiB (a few hundred
+ * unit IDs at most), so 256 KiB leaves room and bounds what a hostile local peer makes us
+ * hold. A request above max_message is answered RESOURCE_EXHAUSTED ("grpc: received message
+ * larger than max (N vs. M)", as grpc-go) as soon as its length prefix announces it; nothing
+ * beyond the prefix is buffered.
+ *
+ * max_buffered bounds what all connections of one server hold for requests at once: every
+ * open call is charged a fixed cost plus its header strings plus the request bytes received
+ * and not yet handled. A new stream over the budget is refused (RST_STREAM REFUSED_STREAM,
+ * which grpc-go clients retry); a request whose DATA would exceed it is answered
+ * RESOURCE_EXHAUSTED.
+ *
+ * Timeouts (CLOCK_MONOTONIC; 0 disables): the client preface and SETTINGS must arrive within
+ * handshake_timeout of accept; a connection that moves no byte in either direction for
+ * idle_timeout is closed, unless all it has open are server-streaming calls with nothing
+ * left to write (kubelet's ListAndWatch stays open for days, silent between updates). With
+ * no stream open (kubelet keeps its connection between Allocate calls) the idle timeout
+ * applies; kubelet redials on the next call. grpc-go servers default to no idle timeout;
+ * 5 minutes is generous for a local peer. Closing is immediate: a GOAWAY is attempted
+ * without waiting for the peer to read it.
+ */
 struct rdp_grpc_limits {
-	size_t max_message;          /* request and response message bytes; default 4 MiB */
-	size_t max_connections;      /* per server; default 64 */
+	size_t max_message;          /* request message bytes; default 256 KiB */
+	size_t max_send_message;     /* response message bytes; default 4 MiB */
+	size_t max_connections;      /* per server; default 32 (kubelet uses one) */
 	uint32_t max_streams;        /* concurrent streams per connection; default 100 */
 	size_t max_header_list;      /* bytes of one header list; default 16 KiB */
-	size_t max_output;           /* buffered output per connection; default 8 MiB */
+	size_t max_output;           /* buffered output per connection before backpressure;
+					default 16 KiB */
+	size_t max_buffered;         /* request state held by all connections; default 512 KiB */
+	uint64_t handshake_timeout_usec; /* default 10 s */
+	uint64_t idle_timeout_usec;      /* default 5 min */
 };
 
 /* Fills l with the defaults above. */

@@ -24,6 +24,7 @@ struct rdp_h2 {
 	size_t max_output;
 	uint8_t *out;
 	size_t out_off, out_len, out_cap;
+	uint64_t last_activity; /* CLOCK_MONOTONIC usec of the last byte read or written */
 	unsigned busy;        /* inside a call into nghttp2 or the owner */
 	bool free_pending;    /* rdp_h2_free() was called while busy */
 	bool closed;          /* ops->closed delivered (or due) */
@@ -156,7 +157,7 @@ static int out_append(struct rdp_h2 *h, const uint8_t *p, size_t n)
 	if (h->out_off > 0 && h->out_off == h->out_len)
 		h->out_off = h->out_len = 0;
 	if (h->out_len + n > h->out_cap) {
-		size_t cap = h->out_cap ? h->out_cap : 16384, used = h->out_len - h->out_off;
+		size_t cap = h->out_cap ? h->out_cap : 1024, used = h->out_len - h->out_off;
 		uint8_t *q;
 
 		/* compact first; grow only if that is not enough */
@@ -178,6 +179,16 @@ static int out_append(struct rdp_h2 *h, const uint8_t *p, size_t n)
 	memcpy(h->out + h->out_len, p, n);
 	h->out_len += n;
 	return 0;
+}
+
+/* An empty buffer that grew past 16 KiB (a large answer went out) is given back. */
+static void out_shrink(struct rdp_h2 *h)
+{
+	if (h->out_len == h->out_off && h->out_cap > 16384) {
+		rdp_free(h->out);
+		h->out = NULL;
+		h->out_cap = h->out_off = h->out_len = 0;
+	}
 }
 
 static void h2_update_events(struct rdp_h2 *h)
@@ -228,9 +239,12 @@ static int h2_flush(struct rdp_h2 *h)
 				return -errno;
 			}
 			h->out_off += (size_t)w;
+			if (w > 0)
+				h->last_activity = rdp_now_usec();
 			if (rdp_h2_pending_output(h) > 0)
 				break; /* the socket is full */
 			h->out_off = h->out_len = 0;
+			out_shrink(h);
 			if (!nghttp2_session_want_write(h->session))
 				break;
 		}
@@ -286,6 +300,7 @@ static int h2_io(struct rdp_event_source *s, int fd, uint32_t revents, void *use
 				h2_set_closed(h, -errno);
 				break;
 			}
+			h->last_activity = rdp_now_usec();
 			if (h2_recv(h, buf, (size_t)n) < 0)
 				break;
 			if (rdp_h2_pending_output(h) >= h->max_output)
@@ -329,7 +344,8 @@ int rdp_h2_new(struct rdp_event *e, int fd, const struct rdp_h2_config *cfg,
 	h->fd = -1;
 	h->ops = ops;
 	h->userdata = userdata;
-	h->max_output = cfg->max_output ? cfg->max_output : 8u << 20;
+	h->max_output = cfg->max_output ? cfg->max_output : 65536;
+	h->last_activity = rdp_now_usec();
 
 	if (nghttp2_session_callbacks_new(&cbs) != 0 || nghttp2_option_new(&opt) != 0) {
 		r = -ENOMEM;
@@ -347,6 +363,13 @@ int rdp_h2_new(struct rdp_event *e, int fd, const struct rdp_h2_config *cfg,
 	nghttp2_option_set_peer_max_concurrent_streams(opt, cfg->max_streams ? cfg->max_streams
 									     : 100);
 	nghttp2_option_set_max_send_header_block_length(opt, 65536);
+	/* HPACK tables stay at 4 KiB both ways whatever the peer's SETTINGS say. */
+	nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+	/* Frames nghttp2 queues by itself (SETTINGS and PING ACKs, RST_STREAM) while the peer
+	 * does not read: nghttp2 ends the session with ENHANCE_YOUR_CALM past this. */
+	nghttp2_option_set_max_outbound_ack(opt, 256);
+	/* A stream reset is cheap for a peer and costs us a call; a flood of them ends it. */
+	nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
 
 	if (cfg->server)
 		r = nghttp2_session_server_new3(&h->session, cbs, h, opt,
@@ -441,12 +464,30 @@ void rdp_h2_shutdown(struct rdp_h2 *h, uint32_t error_code)
 	rdp_h2_schedule_flush(h);
 }
 
+uint64_t rdp_h2_last_activity(const struct rdp_h2 *h)
+{
+	return h->last_activity;
+}
+
+void rdp_h2_close(struct rdp_h2 *h, uint32_t error_code, int error)
+{
+	if (!h || h->close_due || h->free_pending)
+		return;
+	h->busy++;
+	/* one non-blocking try to tell the peer; whatever happens, we are done with it */
+	if (nghttp2_session_terminate_session(h->session, error_code) == 0)
+		(void)h2_flush(h);
+	h2_set_closed(h, error);
+	h2_leave(h);
+}
+
 int rdp_h2_feed(struct rdp_h2 *h, const uint8_t *data, size_t len)
 {
 	int r;
 
 	if (h->close_due)
 		return -ESHUTDOWN;
+	h->last_activity = rdp_now_usec();
 	h->busy++;
 	r = h2_recv(h, data, len);
 	if (r == 0)
@@ -470,4 +511,6 @@ void rdp_h2_consume(struct rdp_h2 *h, size_t n)
 	if (n > rdp_h2_pending_output(h))
 		n = rdp_h2_pending_output(h);
 	h->out_off += n;
+	if (n > 0)
+		h->last_activity = rdp_now_usec();
 }

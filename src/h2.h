@@ -23,7 +23,7 @@ struct rdp_h2_config {
 	bool server;
 	uint32_t max_streams;   /* SETTINGS_MAX_CONCURRENT_STREAMS we advertise (never 1) */
 	size_t max_header_list; /* SETTINGS_MAX_HEADER_LIST_SIZE we advertise */
-	size_t max_output;      /* bytes of buffered output before backpressure */
+	size_t max_output;      /* bytes of buffered output before backpressure; default 64 KiB */
 };
 
 /*
@@ -71,7 +71,15 @@ int rdp_h2_flush(struct rdp_h2 *h);
  * (stream_close) as nghttp2 tears the session down.
  */
 void rdp_h2_shutdown(struct rdp_h2 *h, uint32_t error_code);
+/*
+ * Ends the connection now: one non-blocking attempt to write GOAWAY(error_code), then closed
+ * (ops->closed with error) whether or not the peer read anything. For a peer that must not
+ * hold the connection any longer (timeouts, a peer that never reads).
+ */
+void rdp_h2_close(struct rdp_h2 *h, uint32_t error_code, int error);
 bool rdp_h2_is_closed(const struct rdp_h2 *h);
+/* CLOCK_MONOTONIC usec of the last byte read from or written to the peer (or creation). */
+uint64_t rdp_h2_last_activity(const struct rdp_h2 *h);
 size_t rdp_h2_pending_output(const struct rdp_h2 *h);
 
 /* Memory mode: feeds bytes the peer sent. Returns 0 or a negative errno (the session ended). */

@@ -503,3 +503,97 @@ def test_ping_is_acked(server):
         frames, _ = read_frames(s, until=lambda f: any(x[0] == PING for x in f))
         acks = [f for f in frames if f[0] == PING]
         assert acks and acks[0][1] & ACK and acks[0][3] == b"\x02\x04\x10\x10\x09\x0e\x07\x07"
+
+
+# --- connection timeouts (a server started with short ones) ------------------------------
+
+@pytest.fixture
+def short_timeouts():
+    d = tempfile.mkdtemp(prefix="rdp-grpc-")
+    sock = os.path.join(d, "t.sock")
+    # 4 MiB requests, 500 ms handshake timeout, 1500 ms idle timeout
+    p = subprocess.Popen([str(_server_binary()), sock, str(MAX), "500", "1500"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        yield sock
+    finally:
+        p.terminate()
+        rc = p.wait(timeout=20)
+        err = p.stderr.read()
+        shutil.rmtree(d, ignore_errors=True)
+        assert rc == 0, f"server exited {rc}: {err}"
+        assert "ERROR: AddressSanitizer" not in err and "runtime error" not in err, err
+
+
+def closed_within(s, secs):
+    """True when the server closes s (EOF or reset) within secs, reading whatever it sends."""
+    s.settimeout(0.2)
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        try:
+            if s.recv(65536) == b"":
+                return True
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+def test_handshake_timeout_frees_the_slot(short_timeouts):
+    silent = [raw_connect(short_timeouts) for _ in range(40)]  # more than the 32 slots
+    try:
+        t0 = time.monotonic()
+        for s in silent:
+            assert closed_within(s, 5), "a peer without a preface kept its connection"
+        assert time.monotonic() - t0 < 5
+    finally:
+        for s in silent:
+            s.close()
+    wait_for(lambda: stats(short_timeouts)["conns"] <= 1, "slots to be freed")
+    assert_healthy(short_timeouts)
+
+
+def test_idle_timeout(short_timeouts):
+    # a handshaken connection with no stream and no bytes is closed after the idle timeout
+    with raw_connect(short_timeouts) as s:
+        s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+        t0 = time.monotonic()
+        assert closed_within(s, 6)
+        assert time.monotonic() - t0 >= 1.0
+    # a half-sent request holds no slot for ever either
+    with raw_connect(short_timeouts) as s:
+        s.sendall(PREFACE + frame(SETTINGS, 0, 0) +
+                  frame(HEADERS, END_HEADERS, 1, hpack(request_headers())) +
+                  frame(DATA, 0, 1, b"\x00\x00\x00\x01\x00"))
+        assert closed_within(s, 6)
+    # an open server-streaming call with nothing to write is exempt (kubelet's ListAndWatch)
+    with channel(short_timeouts) as ch:
+        it = ch.unary_stream("/test.Test/Watch")(b"")
+        assert next(it) == b"hello"
+        time.sleep(4)
+        assert stats(short_timeouts)["open"] >= 1
+        assert call(short_timeouts, "Echo", b"x") == b"x"
+        it.cancel()
+    assert_healthy(short_timeouts)
+
+
+def test_oversized_request_of_the_daemon_default():
+    """The default limits (the daemon's) refuse a request over 256 KiB."""
+    d = tempfile.mkdtemp(prefix="rdp-grpc-")
+    sock = os.path.join(d, "t.sock")
+    p = subprocess.Popen([str(_server_binary()), sock, str(256 << 10)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert len(call(sock, "Echo", b"x" * (256 << 10))) == 256 << 10
+        e = rpc_error(call, sock, "Echo", b"x" * ((256 << 10) + 1))
+        assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert e.details() == "grpc: received message larger than max (%d vs. %d)" % (
+            (256 << 10) + 1, 256 << 10)
+        assert_healthy(sock)
+    finally:
+        p.terminate()
+        assert p.wait(timeout=20) == 0
+        shutil.rmtree(d, ignore_errors=True)

@@ -11,7 +11,9 @@
  *   /test.Test/Slow    unary: request "<ms>", answers "done" after that many milliseconds
  *   /test.Test/Stats   unary: "calls=<n> closes=<n> open=<n> conns=<n>"
  *
- * Usage: grpc-test-server SOCKET [MAX_MESSAGE]. Exits 0 on SIGTERM/SIGINT.
+ * Usage: grpc-test-server SOCKET [MAX_MESSAGE [HANDSHAKE_MS [IDLE_MS]]] (request limit,
+ * default 4 MiB; connection timeouts, 0 = none, defaults those of src/grpc.h). Exits 0 on
+ * SIGTERM/SIGINT.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -191,13 +193,20 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s SOCKET [MAX_MESSAGE]\n", argv[0]);
+		fprintf(stderr, "usage: %s SOCKET [MAX_MESSAGE [HANDSHAKE_MS [IDLE_MS]]]\n",
+			argv[0]);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	rdp_grpc_limits_default(&limits);
+	/* a server that chooses grpc-go's 4 MiB, both ways; the daemon keeps 256 KiB requests */
+	limits.max_message = 4u << 20;
 	if (argc > 2)
 		limits.max_message = strtoul(argv[2], NULL, 10);
+	if (argc > 3)
+		limits.handshake_timeout_usec = strtoull(argv[3], NULL, 10) * 1000;
+	if (argc > 4)
+		limits.idle_timeout_usec = strtoull(argv[4], NULL, 10) * 1000;
 	r = rdp_event_new(&loop);
 	if (r < 0)
 		goto fail;

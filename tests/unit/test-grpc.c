@@ -151,7 +151,8 @@ static void test_calls(const char *dir)
 	snprintf(sock, sizeof(sock), "%s/t.sock", dir);
 	snprintf(missing, sizeof(missing), "%s/missing.sock", dir);
 	rdp_grpc_limits_default(&l);
-	l.max_message = 8u << 20; /* lets Big exceed the client's 4 MiB */
+	l.max_message = 8u << 20;
+	l.max_send_message = 8u << 20; /* lets Big exceed the client's 4 MiB */
 	EXPECT_EQ(rdp_event_new(&e), 0);
 	loop = e;
 	EXPECT_EQ(rdp_grpc_server_new(e, sock, methods, ARRAY_SIZE(methods), &l, NULL, &s), 0);
