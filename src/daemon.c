@@ -441,6 +441,8 @@ static int resource_new(struct daemon *d, const struct rdp_resource *c, struct r
 		resource_free(r);
 		return k;
 	}
+	/* Allocate checks its char devices under the dev root; without it, no check. */
+	(void)rdp_dp_service_set_dev_root(r->dp, d->o->dev_root);
 	if (d->mode == RDP_REGISTRATION_KUBELET_SOCK) {
 		k = rdp_registration_new(d->event, d->kubelet_sock, r->endpoint, r->full_name,
 					 &register_ops, r, &r->reg);
