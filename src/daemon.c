@@ -51,7 +51,8 @@ struct daemon {
 	int netns_logged; /* -1: not yet; else the rdp_netns_mode last logged */
 	struct rdp_scan_worker *worker; /* owns the scanner: scans run off the loop */
 	bool pools_stale; /* new config or failed update: rebuild on an unchanged host too */
-	bool refresh_asked; /* a resource asked for a rescan (refresh hook) */
+	/* Scans to wait for before answering Allocate calls parked for a rescan (0: none). */
+	unsigned int refresh_scans;
 };
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m)
@@ -189,9 +190,9 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 {
 	struct daemon *d = userdata;
 	const struct rdp_host *h = rdp_scanner_host(rdp_scan_worker_scanner(d->worker));
-	bool refresh = d->refresh_asked;
+	/* A scan that began before the refresh was asked for does not count. */
+	bool refresh = d->refresh_scans > 0 && --d->refresh_scans == 0;
 
-	d->refresh_asked = false;
 	if (res->result < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=%s",
 			rdp_log_q(d->o->sysfs_root), rdp_log_q(d->o->dev_root),
@@ -245,7 +246,8 @@ static void hook_refresh(void *userdata)
 {
 	struct daemon *d = userdata;
 
-	d->refresh_asked = true;
+	/* A running scan may have read the host before the change: the one after it counts. */
+	d->refresh_scans = rdp_scan_worker_busy(d->worker) ? 2 : 1;
 	request_scan(d, RDP_SCAN_AUTO, "allocate-check");
 }
 
@@ -577,7 +579,8 @@ static int daemon_setup(struct daemon *d)
 		if (k < 0)
 			return k;
 	}
-	k = rdp_resources_new(d->event, d->mode, sock_dir(d), d->kubelet_sock, &hooks, &d->res);
+	k = rdp_resources_new(d->event, d->mode, sock_dir(d), d->kubelet_sock, o->dev_root, &hooks,
+			      &d->res);
 	if (k < 0)
 		return k;
 	k = rdp_resources_apply_config(d->res, d->config, NULL, NULL, NULL);

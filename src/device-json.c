@@ -107,6 +107,9 @@ json_t *rdp_device_to_json(const struct rdp_device *d)
 	}
 	r |= set(o, "char_devices", strv_to_json(d->char_devices, d->n_char_devices));
 	r |= set(o, "problems", strv_to_json(d->problems, d->n_problems));
+	r |= set(o, "usable", json_boolean(rdp_device_is_usable(d)));
+	r |= set(o, "unusable_reason",
+		 rdp_device_is_usable(d) ? json_null() : str_or_null(d->unusable_reason));
 	if (r) {
 		json_decref(o);
 		return NULL;

@@ -23,12 +23,44 @@ const char *rdp_netns_mode_name(enum rdp_netns_mode m)
 	return m == RDP_NETNS_EXCLUSIVE ? "exclusive" : "shared";
 }
 
+const char *rdp_usability_name(enum rdp_usability u)
+{
+	switch (u) {
+	case RDP_USABLE:
+		return "usable";
+	case RDP_UNUSABLE_INCOMPLETE:
+		return "incomplete";
+	case RDP_UNUSABLE_NO_UVERBS:
+		return "no-uverbs";
+	case RDP_UNUSABLE_UVERBS_NODE:
+		return "uverbs-node";
+	case RDP_UNUSABLE_NO_RDMA_CM:
+		return "no-rdma-cm";
+	}
+	return "unknown";
+}
+
+bool rdp_port_state_is_active(int state)
+{
+	return state == RDP_PORT_ACTIVE || state == RDP_PORT_ACTIVE_DEFER;
+}
+
 bool rdp_device_is_active(const struct rdp_device *d)
 {
 	for (size_t i = 0; i < d->n_ports; i++)
-		if (d->ports[i].state == RDP_PORT_ACTIVE)
+		if (rdp_port_state_is_active(d->ports[i].state))
 			return true;
 	return false;
+}
+
+bool rdp_device_is_usable(const struct rdp_device *d)
+{
+	return d->usability == RDP_USABLE;
+}
+
+dev_t rdp_device_char_devnum(const struct rdp_device *d, size_t i)
+{
+	return d->char_devnums && i < d->n_char_devices ? d->char_devnums[i] : 0;
 }
 
 const struct rdp_device *rdp_host_find(const struct rdp_host *h, const char *name)
@@ -52,6 +84,7 @@ void rdp_device_done(struct rdp_device *d)
 		return;
 	strv_free(d->netdevs, d->n_netdevs);
 	strv_free(d->char_devices, d->n_char_devices);
+	rdp_free(d->char_devnums);
 	strv_free(d->problems, d->n_problems);
 	rdp_free(d->ports);
 	memset(d, 0, sizeof(*d));

@@ -7,6 +7,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define RDP_IBDEV_NAME_MAX 64 /* IB_DEVICE_NAME_MAX */
 #define RDP_IFNAME_MAX 16     /* IFNAMSIZ */
@@ -15,6 +16,7 @@
 #define RDP_MAX_PORTS 128     /* CX-8 multi-plane has 12 per ibdev; bounded all the same */
 #define RDP_MAX_NETDEVS 64
 #define RDP_MAX_DEVICES 8192  /* bound on /sys/class/infiniband entries read */
+#define RDP_REASON_MAX 192    /* bytes of rdp_device.unusable_reason */
 
 enum rdp_link_layer {
 	RDP_LINK_UNKNOWN = 0,
@@ -41,6 +43,22 @@ enum {
 	RDP_PORT_ACTIVE = 4,
 	RDP_PORT_ACTIVE_DEFER = 5,
 };
+
+/*
+ * Whether a pod given the device could use it: its uverbs node exists under the dev root with
+ * the device number sysfs names for it, and the host's rdma_cm does too. The first reason
+ * found; unusable_reason says all of them.
+ */
+enum rdp_usability {
+	RDP_USABLE = 0,
+	RDP_UNUSABLE_INCOMPLETE, /* discovery did not get to its char devices (see problems) */
+	RDP_UNUSABLE_NO_UVERBS, /* sysfs names no uverbs device for it */
+	RDP_UNUSABLE_UVERBS_NODE, /* its uverbs node is missing or is not what sysfs names */
+	RDP_UNUSABLE_NO_RDMA_CM, /* the host's rdma_cm node is missing or not what sysfs names */
+};
+
+/* "usable", "incomplete", "no-uverbs", "uverbs-node", "no-rdma-cm". */
+const char *rdp_usability_name(enum rdp_usability u);
 
 struct rdp_port {
 	unsigned int num;                  /* 1-based */
@@ -78,6 +96,13 @@ struct rdp_device {
 	 */
 	char **char_devices;
 	size_t n_char_devices;
+	/*
+	 * Parallel to char_devices (NULL means all 0): the device number sysfs names for each
+	 * (class/infiniband_{verbs,mad}/<name>/dev); 0 when sysfs names none.
+	 */
+	dev_t *char_devnums;
+	enum rdp_usability usability;
+	char unusable_reason[RDP_REASON_MAX]; /* "" when usable */
 	/* Why this device is incomplete (missing files, unreadable values...), one per entry. */
 	char **problems;
 	size_t n_problems;
@@ -87,14 +112,21 @@ struct rdp_host {
 	struct rdp_device *devices;        /* sorted by name */
 	size_t n_devices;
 	char rdma_cm[RDP_DEVPATH_MAX];     /* "/dev/infiniband/rdma_cm", "" when absent */
+	dev_t rdma_cm_devnum;              /* class/misc/rdma_cm/dev; 0 when sysfs names none */
 	enum rdp_netns_mode netns_mode;
 	/* Host-level problems (e.g. "/dev/infiniband/rdma_cm missing"). */
 	char **problems;
 	size_t n_problems;
 };
 
-/* True when at least one port of the device is ACTIVE. */
+/* True for a port state that carries traffic: ACTIVE, and ACTIVE_DEFER (5). */
+bool rdp_port_state_is_active(int state);
+/* True when at least one port of the device is active (rdp_port_state_is_active()). */
 bool rdp_device_is_active(const struct rdp_device *d);
+/* True when a pod could use the device (usability RDP_USABLE). */
+bool rdp_device_is_usable(const struct rdp_device *d);
+/* The expected number of char device i of d (0: none named). */
+dev_t rdp_device_char_devnum(const struct rdp_device *d, size_t i);
 
 /* Looks a device up by ibdev name; NULL when absent. */
 const struct rdp_device *rdp_host_find(const struct rdp_host *h, const char *name);

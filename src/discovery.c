@@ -17,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc.h"
+#include "devnode.h"
 #include "macro.h"
 #include "sysfs.h"
 
@@ -41,6 +43,7 @@ struct cdev {
 	enum cdev_kind kind;
 	unsigned int num;
 	char name[24];
+	dev_t devnum; /* what <class>/<name>/dev says; 0 when unreadable */
 };
 
 struct vf_link {
@@ -270,6 +273,19 @@ static int cmp_cdev(const void *a, const void *b)
 	return 0;
 }
 
+/* The number <class>/<name>/dev names, 0 when it cannot be read or parsed. */
+static dev_t read_devnum(int sys, const char *class, const char *name)
+{
+	char path[RDP_SYSFS_PATH_MAX], buf[32];
+	unsigned int maj, min;
+
+	if (path_fmt(path, sizeof(path), "%s/%s/dev", class, name) < 0 ||
+	    rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 ||
+	    rdp_parse_devnum(buf, &maj, &min) < 0)
+		return 0;
+	return makedev(maj, min);
+}
+
 static int index_class(struct ctx *c, const char *class, bool mad)
 {
 	char path[RDP_SYSFS_PATH_MAX], buf[RDP_IBDEV_NAME_MAX], portbuf[16];
@@ -325,6 +341,7 @@ static int index_class(struct ctx *c, const char *class, bool mad)
 			}
 		}
 		e.port = (unsigned int)port;
+		e.devnum = read_devnum(c->sys, class, names[i]);
 		nv = rdp_reallocarray(c->cdevs, c->n_cdevs + 1, sizeof(*nv));
 		if (!nv) {
 			r = -ENOMEM;
@@ -354,11 +371,33 @@ static int build_cdev_index(struct ctx *c)
 	return 0;
 }
 
+static int add_char_device(struct rdp_device *d, const char *path, dev_t devnum)
+{
+	dev_t *nv = rdp_reallocarray(d->char_devnums, d->n_char_devices + 1, sizeof(*nv));
+
+	if (!nv)
+		return -ENOMEM;
+	d->char_devnums = nv;
+	nv[d->n_char_devices] = devnum;
+	return strv_add(&d->char_devices, &d->n_char_devices, path);
+}
+
+static void set_usability(struct rdp_device *d, enum rdp_usability u, const char *reason)
+{
+	d->usability = u;
+	snprintf(d->unusable_reason, sizeof(d->unusable_reason), "%s", reason);
+}
+
+/*
+ * Lists the char devices of d that are as sysfs names them (devnode.h), records a problem for
+ * each that is not, and judges whether its uverbs node makes it usable (rdma_cm comes later).
+ */
 static int fill_char_devices(struct ctx *c, struct rdp_device *d)
 {
-	char devpath[RDP_DEVPATH_MAX + 16], rel[64];
+	char devpath[RDP_DEVPATH_MAX + 16], rel[64], why[RDP_REASON_MAX];
+	char uverbs_why[RDP_REASON_MAX] = "";
 	size_t lo = 0, hi = c->n_cdevs;
-	bool uverbs = false;
+	bool uverbs = false, uverbs_ok = false;
 	int r;
 
 	/* Lower bound of this ibdev in the sorted index. */
@@ -372,20 +411,35 @@ static int fill_char_devices(struct ctx *c, struct rdp_device *d)
 	}
 	for (size_t i = lo; i < c->n_cdevs && strcmp(c->cdevs[i].ibdev, d->name) == 0; i++) {
 		const struct cdev *e = &c->cdevs[i];
+		struct rdp_devnode_result res;
+		bool ok;
 
-		if (e->kind == CDEV_UVERBS)
-			uverbs = true;
 		snprintf(rel, sizeof(rel), "infiniband/%s", e->name);
 		snprintf(devpath, sizeof(devpath), "/dev/infiniband/%s", e->name);
-		if (rdp_sysfs_exists(c->dev, rel))
-			r = strv_add(&d->char_devices, &d->n_char_devices, devpath);
-		else
-			r = problem(d, "%s: %s missing", e->name, devpath);
+		ok = rdp_devnode_check(c->dev, rel, e->devnum, &res) == RDP_DEVNODE_OK;
+		if (ok) {
+			r = add_char_device(d, devpath, e->devnum);
+		} else {
+			rdp_devnode_reason(&res, devpath, e->name, e->devnum, why, sizeof(why));
+			r = problem(d, "%s: %s", e->name, why);
+			if (e->kind == CDEV_UVERBS && !uverbs_why[0])
+				snprintf(uverbs_why, sizeof(uverbs_why), "%s", why);
+		}
 		if (r < 0)
 			return r;
+		if (e->kind == CDEV_UVERBS) {
+			uverbs = true;
+			uverbs_ok |= ok;
+		}
 	}
-	if (!uverbs)
+	if (!uverbs) {
+		set_usability(d, RDP_UNUSABLE_NO_UVERBS, "sysfs names no uverbs device for it");
 		return problem(d, "no uverbs device");
+	}
+	if (uverbs_ok)
+		set_usability(d, RDP_USABLE, "");
+	else
+		set_usability(d, RDP_UNUSABLE_UVERBS_NODE, uverbs_why);
 	return 0;
 }
 
@@ -910,6 +964,9 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->numa_node = -1;
 	d->vf_index = -1;
+	/* Until fill_char_devices() judges it. */
+	set_usability(d, RDP_UNUSABLE_INCOMPLETE,
+		      "discovery did not reach its char devices (see problems)");
 
 	snprintf(class, sizeof(class), "class/infiniband/%s", name);
 	r = rdp_sysfs_resolve(c->sys, class, ibdir, sizeof(ibdir));
@@ -988,6 +1045,47 @@ static int read_netns_mode(struct ctx *c)
 				    "module/ib_core/parameters/netns_mode: unparsable value \"%s\"",
 				    quote(buf, q, sizeof(q)));
 	c->host->netns_mode = shared ? RDP_NETNS_SHARED : RDP_NETNS_EXCLUSIVE;
+	return 0;
+}
+
+/*
+ * The host's rdma_cm, judged as the char devices are (against class/misc/rdma_cm/dev). Without
+ * it no device is usable: each gets the reason.
+ */
+static int find_rdma_cm(struct ctx *c)
+{
+	const char *path = "/dev/infiniband/rdma_cm";
+	char why[RDP_REASON_MAX];
+	struct rdp_devnode_result res;
+	dev_t want = read_devnum(c->sys, "class/misc", "rdma_cm");
+	int r;
+
+	if (rdp_devnode_check(c->dev, "infiniband/rdma_cm", want, &res) == RDP_DEVNODE_OK) {
+		snprintf(c->host->rdma_cm, sizeof(c->host->rdma_cm), "%s", path);
+		c->host->rdma_cm_devnum = want;
+		return 0;
+	}
+	if (c->host->n_devices == 0)
+		return 0;
+	rdp_devnode_reason(&res, path, "rdma_cm", want, why, sizeof(why));
+	r = host_problem(c->host, "%s", why);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < c->host->n_devices; i++) {
+		struct rdp_device *d = &c->host->devices[i];
+		size_t n = strlen(d->unusable_reason), k;
+
+		if (d->usability == RDP_USABLE) {
+			set_usability(d, RDP_UNUSABLE_NO_RDMA_CM, why);
+		} else if (n + 3 < sizeof(d->unusable_reason)) {
+			/* "<first reason>; <rdma_cm's>", truncated to fit. */
+			memcpy(d->unusable_reason + n, "; ", 2);
+			n += 2;
+			k = strnlen(why, sizeof(d->unusable_reason) - n - 1);
+			memcpy(d->unusable_reason + n, why, k);
+			d->unusable_reason[n + k] = '\0';
+		}
+	}
 	return 0;
 }
 
@@ -1097,10 +1195,8 @@ static int discover(int sysfs_fd, int dev_fd, struct rdp_host **ret,
 	r = read_netns_mode(&c);
 	if (r < 0)
 		goto fail;
-	if (rdp_sysfs_exists(dev_fd, "infiniband/rdma_cm"))
-		snprintf(c.host->rdma_cm, sizeof(c.host->rdma_cm), "/dev/infiniband/rdma_cm");
-	else if (c.host->n_devices > 0 &&
-		 (r = host_problem(c.host, "/dev/infiniband/rdma_cm missing")) < 0)
+	r = find_rdma_cm(&c);
+	if (r < 0)
 		goto fail;
 	if (rec && (r = record_pfs(&c, rec)) < 0)
 		goto fail;

@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "deviceplugin.pb-c.h"
+#include "devnode.h"
 #include "macro.h"
 #include "pb-alloc.h"
+#include "sysfs.h"
 
 #define PATH_PREFIX "/v1beta1.DevicePlugin/"
 
@@ -30,14 +33,9 @@ const char *const rdp_dp_method_paths[RDP_DP_N_METHODS] = {
 	[M_PRE_START] = PATH_PREFIX "PreStartContainer",
 };
 
-static int strcmp_ptr(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void strv_free(char **v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; v && i < n; i++)
 		rdp_free(v[i]);
 	rdp_free(v);
 }
@@ -47,15 +45,39 @@ void rdp_dp_state_done(struct rdp_dp_state *s)
 	if (!s)
 		return;
 	strv_free(s->specs, s->n_specs);
+	strv_free(s->spec_owners, s->n_specs);
+	rdp_free(s->spec_devnums);
+	for (size_t i = 0; s->unusable && i < s->n_unusable; i++) {
+		rdp_free(s->unusable[i].device);
+		rdp_free(s->unusable[i].reason);
+	}
+	rdp_free(s->unusable);
 	rdp_free(s->devices);
 	memset(s, 0, sizeof(*s));
 	s->numa_node = -1;
 }
 
+/* A char device on its way into a state: pointers into the host model until copied. */
+struct spec_src {
+	const char *path;
+	dev_t devnum;
+	const char *owner;
+	size_t order; /* position of discovery, so that the first owner of a path wins */
+};
+
+static int spec_src_cmp(const void *a, const void *b)
+{
+	const struct spec_src *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
 int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *ret)
 {
 	struct rdp_dp_state s = {.numa_node = -1};
-	size_t cap = 1, names_len = 1;
+	_cleanup_free_ struct spec_src *src = NULL;
+	size_t cap = 1, names_len = 1, n_src = 0;
 	int numa = -2; /* -2: no device seen yet */
 
 	for (size_t i = 0; i < p->n_devices; i++) {
@@ -64,9 +86,13 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struc
 		cap += d->n_char_devices;
 		names_len += strlen(d->name) + 1;
 	}
+	src = rdp_calloc(cap, sizeof(*src));
 	s.specs = rdp_calloc(cap, sizeof(char *));
+	s.spec_owners = rdp_calloc(cap, sizeof(char *));
+	s.spec_devnums = rdp_calloc(cap, sizeof(dev_t));
+	s.unusable = rdp_calloc(p->n_devices + 1, sizeof(*s.unusable));
 	s.devices = rdp_malloc(names_len);
-	if (!s.specs || !s.devices)
+	if (!src || !s.specs || !s.spec_owners || !s.spec_devnums || !s.unusable || !s.devices)
 		goto oom;
 	s.devices[0] = '\0';
 	for (size_t i = 0; i < p->n_devices; i++) {
@@ -76,37 +102,48 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struc
 			strcat(s.devices, ",");
 		strcat(s.devices, d->name);
 		s.n_devices++;
-		if (rdp_device_is_active(d))
-			s.n_active++;
 		if (numa == -2)
 			numa = d->numa_node;
 		else if (numa != d->numa_node)
 			numa = -1;
-		for (size_t j = 0; j < d->n_char_devices; j++) {
-			s.specs[s.n_specs] = rdp_strdup(d->char_devices[j]);
-			if (!s.specs[s.n_specs])
+		if (!rdp_device_is_usable(d)) {
+			struct rdp_dp_unusable *u = &s.unusable[s.n_unusable];
+
+			u->device = rdp_strdup(d->name);
+			u->reason = rdp_strdup(d->unusable_reason[0] ? d->unusable_reason
+								     : rdp_usability_name(d->usability));
+			s.n_unusable++;
+			if (!u->device || !u->reason)
 				goto oom;
-			s.n_specs++;
+			continue;
 		}
+		s.n_usable++;
+		if (rdp_device_is_active(d))
+			s.n_active++;
+		for (size_t j = 0; j < d->n_char_devices; j++, n_src++)
+			src[n_src] = (struct spec_src){.path = d->char_devices[j],
+						       .devnum = rdp_device_char_devnum(d, j),
+						       .owner = d->name,
+						       .order = n_src};
 	}
 	/* rdma_cm once per container, and only for a pool that has something to hand out. */
-	if (s.n_devices > 0 && h->rdma_cm[0]) {
-		s.specs[s.n_specs] = rdp_strdup(h->rdma_cm);
-		if (!s.specs[s.n_specs])
-			goto oom;
-		s.n_specs++;
+	if (s.n_usable > 0 && h->rdma_cm[0]) {
+		src[n_src] = (struct spec_src){
+			.path = h->rdma_cm, .devnum = h->rdma_cm_devnum, .owner = "rdma_cm",
+			.order = n_src};
+		n_src++;
 	}
-	if (s.n_specs > 1) {
-		size_t n = 1;
-
-		qsort(s.specs, s.n_specs, sizeof(char *), strcmp_ptr);
-		for (size_t i = 1; i < s.n_specs; i++) {
-			if (strcmp(s.specs[i], s.specs[n - 1]) == 0)
-				rdp_free(s.specs[i]);
-			else
-				s.specs[n++] = s.specs[i];
-		}
-		s.n_specs = n;
+	if (n_src > 1)
+		qsort(src, n_src, sizeof(*src), spec_src_cmp);
+	for (size_t i = 0; i < n_src; i++) {
+		if (i > 0 && strcmp(src[i].path, src[i - 1].path) == 0)
+			continue;
+		s.specs[s.n_specs] = rdp_strdup(src[i].path);
+		s.spec_owners[s.n_specs] = rdp_strdup(src[i].owner);
+		s.spec_devnums[s.n_specs] = src[i].devnum;
+		s.n_specs++;
+		if (!s.specs[s.n_specs - 1] || !s.spec_owners[s.n_specs - 1])
+			goto oom;
 	}
 	s.units = s.n_devices > 0 ? p->res->rdma_hca_max : 0;
 	s.healthy = s.n_active > 0;
@@ -124,14 +161,58 @@ bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_d
 	return a->units == b->units && a->healthy == b->healthy && a->numa_node == b->numa_node;
 }
 
+static dev_t spec_devnum(const struct rdp_dp_state *s, size_t i)
+{
+	return s->spec_devnums ? s->spec_devnums[i] : 0;
+}
+
 bool rdp_dp_state_same_specs(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
 {
 	if (a->n_specs != b->n_specs)
 		return false;
 	for (size_t i = 0; i < a->n_specs; i++)
-		if (strcmp(a->specs[i], b->specs[i]) != 0)
+		if (strcmp(a->specs[i], b->specs[i]) != 0 || spec_devnum(a, i) != spec_devnum(b, i))
 			return false;
 	return true;
+}
+
+static const struct rdp_dp_unusable *find_unusable(const struct rdp_dp_state *s,
+						   const char *device)
+{
+	for (size_t i = 0; i < s->n_unusable; i++)
+		if (strcmp(s->unusable[i].device, device) == 0)
+			return &s->unusable[i];
+	return NULL;
+}
+
+bool rdp_dp_state_same_unusable(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
+{
+	if (a->n_unusable != b->n_unusable)
+		return false;
+	for (size_t i = 0; i < a->n_unusable; i++)
+		if (strcmp(a->unusable[i].device, b->unusable[i].device) != 0 ||
+		    strcmp(a->unusable[i].reason, b->unusable[i].reason) != 0)
+			return false;
+	return true;
+}
+
+void rdp_dp_unusable_diff(const struct rdp_dp_state *old, const struct rdp_dp_state *new,
+			  rdp_dp_unusable_cb cb, void *userdata)
+{
+	for (size_t i = 0; i < old->n_unusable; i++)
+		if (!find_unusable(new, old->unusable[i].device))
+			cb(RDP_DP_UNUSABLE_CLEARED, old->unusable[i].device,
+			   old->unusable[i].reason, userdata);
+	for (size_t i = 0; i < new->n_unusable; i++) {
+		const struct rdp_dp_unusable *o = find_unusable(old, new->unusable[i].device);
+
+		if (!o)
+			cb(RDP_DP_UNUSABLE_APPEARED, new->unusable[i].device,
+			   new->unusable[i].reason, userdata);
+		else if (strcmp(o->reason, new->unusable[i].reason) != 0)
+			cb(RDP_DP_UNUSABLE_CHANGED, new->unusable[i].device,
+			   new->unusable[i].reason, userdata);
+	}
 }
 
 /* Packs any message into a fresh buffer; an empty message gives NULL/0. */
@@ -254,7 +335,7 @@ static long unit_index(const char *id, unsigned int units)
 
 /* Checks the unit IDs of container request i; 0, -EINVAL/-E2BIG with *ret_error, -ENOMEM. */
 static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t n,
-		     char **ret_error)
+		     long *max_unit, char **ret_error)
 {
 	_cleanup_free_ unsigned char *seen = NULL;
 	struct msgbuf unknown = {.n = 0}, dup = {.n = 0}, b = {.n = 0};
@@ -289,6 +370,8 @@ static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t
 			n_dup++;
 		} else {
 			seen[u / 8] |= (unsigned char)(1u << (u % 8));
+			if (u > *max_unit)
+				*max_unit = u;
 		}
 	}
 	if (!n_unknown && !n_dup)
@@ -337,19 +420,22 @@ static int unpack_error(const struct rdp_pb_arena *a, char **ret_error)
 	return r < 0 ? r : -EBADMSG;
 }
 
-/* rdp_dp_allocate(), also counting container requests and unit IDs for the log. */
-static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
-		    size_t *ret_len, char **ret_error, size_t *ret_containers, size_t *ret_ids)
+/* What an Allocate answer depends on, once its request was checked. */
+struct alloc_req {
+	size_t n_containers;
+	size_t n_ids; /* in all container requests */
+	long max_unit; /* highest unit index asked for */
+};
+
+/* Unpacks and checks an AllocateRequest against s. Errors as rdp_dp_allocate(). */
+static int allocate_parse(const struct rdp_dp_state *s, const uint8_t *req, size_t len,
+			  struct alloc_req *ret, char **ret_error)
 {
 	_cleanup_(rdp_pb_arena_done) struct rdp_pb_arena arena =
 		RDP_PB_ARENA_INIT(RDP_DP_UNPACK_BUDGET);
 	V1beta1__AllocateRequest *r;
-	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
-	_cleanup_free_ V1beta1__ContainerAllocateResponse *cs = NULL;
-	_cleanup_free_ V1beta1__ContainerAllocateResponse **cptrs = NULL;
-	_cleanup_free_ V1beta1__DeviceSpec *specs = NULL;
-	_cleanup_free_ V1beta1__DeviceSpec **sptrs = NULL;
 	struct msgbuf b = {.n = 0};
+	struct alloc_req a = {.max_unit = -1};
 	int k = 0;
 
 	*ret_error = NULL;
@@ -364,20 +450,47 @@ static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len
 	}
 	for (size_t i = 0; i < r->n_container_requests; i++) {
 		k = check_ids(s, i, r->container_requests[i]->devices_ids,
-			      r->container_requests[i]->n_devices_ids, ret_error);
+			      r->container_requests[i]->n_devices_ids, &a.max_unit, ret_error);
 		if (k < 0)
 			goto out;
-		*ret_ids += r->container_requests[i]->n_devices_ids;
+		a.n_ids += r->container_requests[i]->n_devices_ids;
 	}
-	*ret_containers = r->n_container_requests;
-	cs = rdp_calloc(r->n_container_requests + 1, sizeof(*cs));
-	cptrs = rdp_calloc(r->n_container_requests + 1, sizeof(*cptrs));
+	a.n_containers = r->n_container_requests;
+	*ret = a;
+out:
+	v1beta1__allocate_request__free_unpacked(r, rdp_pb_arena_allocator(&arena));
+	return k;
+}
+
+/* -ENODEV with *ret_error naming the unusable devices when s has devices but none usable. */
+static int check_usable(const struct rdp_dp_state *s, char **ret_error)
+{
+	struct msgbuf b = {.n = 0};
+
+	if (s->n_devices == 0 || s->n_usable > 0)
+		return 0;
+	mb_add(&b, "no device of the pool is usable:");
+	for (size_t i = 0; i < s->n_unusable; i++)
+		mb_add(&b, "%s %s: %s", i ? ";" : "", s->unusable[i].device, s->unusable[i].reason);
+	return mb_error(&b, ret_error, -ENODEV);
+}
+
+/* The packed AllocateResponse: n_containers copies of the state's char devices. */
+static int allocate_pack(const struct rdp_dp_state *s, size_t n_containers, uint8_t **ret,
+			 size_t *ret_len)
+{
+	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
+	_cleanup_free_ V1beta1__ContainerAllocateResponse *cs = NULL;
+	_cleanup_free_ V1beta1__ContainerAllocateResponse **cptrs = NULL;
+	_cleanup_free_ V1beta1__DeviceSpec *specs = NULL;
+	_cleanup_free_ V1beta1__DeviceSpec **sptrs = NULL;
+
+	cs = rdp_calloc(n_containers + 1, sizeof(*cs));
+	cptrs = rdp_calloc(n_containers + 1, sizeof(*cptrs));
 	specs = rdp_calloc(s->n_specs + 1, sizeof(*specs));
 	sptrs = rdp_calloc(s->n_specs + 1, sizeof(*sptrs));
-	if (!cs || !cptrs || !specs || !sptrs) {
-		k = -ENOMEM;
-		goto out;
-	}
+	if (!cs || !cptrs || !specs || !sptrs)
+		return -ENOMEM;
 	/* Every container gets the same list: the messages share the DeviceSpec objects. */
 	for (size_t i = 0; i < s->n_specs; i++) {
 		v1beta1__device_spec__init(&specs[i]);
@@ -386,26 +499,29 @@ static int allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len
 		specs[i].permissions = (char *)"rwm";
 		sptrs[i] = &specs[i];
 	}
-	for (size_t i = 0; i < r->n_container_requests; i++) {
+	for (size_t i = 0; i < n_containers; i++) {
 		v1beta1__container_allocate_response__init(&cs[i]);
 		cs[i].n_devices = s->n_specs;
 		cs[i].devices = sptrs;
 		cptrs[i] = &cs[i];
 	}
-	resp.n_container_responses = r->n_container_requests;
+	resp.n_container_responses = n_containers;
 	resp.container_responses = cptrs;
-	k = pack_message(&resp.base, ret, ret_len);
-out:
-	v1beta1__allocate_request__free_unpacked(r, rdp_pb_arena_allocator(&arena));
-	return k;
+	return pack_message(&resp.base, ret, ret_len);
 }
 
 int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
 		    size_t *ret_len, char **ret_error)
 {
-	size_t n_containers = 0, n_ids = 0;
+	struct alloc_req a;
+	int r;
 
-	return allocate(s, req, len, ret, ret_len, ret_error, &n_containers, &n_ids);
+	r = allocate_parse(s, req, len, &a, ret_error);
+	if (r >= 0)
+		r = check_usable(s, ret_error);
+	if (r >= 0)
+		r = allocate_pack(s, a.n_containers, ret, ret_len);
+	return r;
 }
 
 struct pref_entry {
@@ -544,6 +660,12 @@ out:
 
 /* The service object. */
 
+/* An Allocate call waiting for a rescan (its request checked, what the answer needs kept). */
+struct parked {
+	struct rdp_grpc_call *call;
+	struct alloc_req req;
+};
+
 struct rdp_dp_service {
 	struct rdp_dp_state state;
 	uint8_t *snap; /* packed snapshot of state, sent to every stream */
@@ -552,6 +674,12 @@ struct rdp_dp_service {
 	size_t n_streams, cap_streams;
 	rdp_dp_call_cb cb;
 	void *userdata;
+	int dev_fd; /* dev root for checking Allocate answers; -1: no check */
+	rdp_dp_refresh_cb refresh_cb;
+	void *refresh_userdata;
+	bool refresh_pending; /* refresh_cb was called, set_state/refreshed not yet */
+	struct parked parked[RDP_DP_MAX_PARKED];
+	size_t n_parked;
 };
 
 /* A 0-byte message still needs a non-NULL pointer for some callers. */
@@ -566,6 +694,7 @@ int rdp_dp_service_new(rdp_dp_call_cb cb, void *userdata, struct rdp_dp_service 
 	s->state.numa_node = -1;
 	s->cb = cb;
 	s->userdata = userdata;
+	s->dev_fd = -1;
 	*ret = s;
 	return 0;
 }
@@ -582,6 +711,17 @@ static void remove_stream(struct rdp_dp_service *s, struct rdp_grpc_call *call)
 	}
 }
 
+/* Takes parked call i off the list, in order; returns what it held. */
+static struct parked unpark(struct rdp_dp_service *s, size_t i)
+{
+	struct parked p = s->parked[i];
+
+	memmove(&s->parked[i], &s->parked[i + 1], (s->n_parked - i - 1) * sizeof(*s->parked));
+	s->n_parked--;
+	rdp_grpc_call_set_close_cb(p.call, NULL, NULL);
+	return p;
+}
+
 struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 {
 	if (!s)
@@ -592,6 +732,13 @@ struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 		rdp_grpc_call_set_close_cb(c, NULL, NULL);
 		rdp_grpc_call_fail(c, RDP_GRPC_UNAVAILABLE, "device plugin is shutting down");
 	}
+	while (s->n_parked > 0) {
+		struct parked p = unpark(s, s->n_parked - 1);
+
+		rdp_grpc_call_fail(p.call, RDP_GRPC_UNAVAILABLE, "device plugin is shutting down");
+	}
+	if (s->dev_fd >= 0)
+		close(s->dev_fd);
 	rdp_free(s->streams);
 	rdp_free(s->snap);
 	rdp_dp_state_done(&s->state);
@@ -609,10 +756,38 @@ size_t rdp_dp_service_streams(const struct rdp_dp_service *s)
 	return s->n_streams;
 }
 
+size_t rdp_dp_service_parked(const struct rdp_dp_service *s)
+{
+	return s->n_parked;
+}
+
+int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
+{
+	int fd = -1, r;
+
+	if (dev_root) {
+		r = rdp_sysfs_open_root(dev_root, &fd);
+		if (r < 0)
+			return r;
+	}
+	if (s->dev_fd >= 0)
+		close(s->dev_fd);
+	s->dev_fd = fd;
+	return 0;
+}
+
+void rdp_dp_service_set_refresh(struct rdp_dp_service *s, rdp_dp_refresh_cb cb, void *userdata)
+{
+	s->refresh_cb = cb;
+	s->refresh_userdata = userdata;
+}
+
 static const uint8_t *snap_bytes(const struct rdp_dp_service *s)
 {
 	return s->snap ? s->snap : empty_msg;
 }
+
+static void answer_parked(struct rdp_dp_service *s);
 
 int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st)
 {
@@ -620,6 +795,8 @@ int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st)
 
 	if (!rdp_dp_state_same_specs(&s->state, st))
 		changed |= RDP_DP_CHANGED_SPECS;
+	if (!rdp_dp_state_same_unusable(&s->state, st))
+		changed |= RDP_DP_CHANGED_UNUSABLE;
 	if (!rdp_dp_state_same_snapshot(&s->state, st) || (!s->snap && st->units > 0)) {
 		uint8_t *snap;
 		size_t len;
@@ -647,7 +824,13 @@ int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st)
 			(void)rdp_grpc_call_send(s->streams[i - 1], snap_bytes(s), s->snap_len);
 		}
 	}
+	answer_parked(s);
 	return changed;
+}
+
+void rdp_dp_service_refreshed(struct rdp_dp_service *s)
+{
+	answer_parked(s);
 }
 
 bool rdp_dp_service_handles(const char *path)
@@ -705,11 +888,157 @@ static enum rdp_grpc_code errno_code(int r)
 	case -EINVAL:
 	case -E2BIG:
 		return RDP_GRPC_INVALID_ARGUMENT;
+	case -ENODEV:
+	case -ESTALE:
+		return RDP_GRPC_FAILED_PRECONDITION;
+	case -EBUSY:
+		return RDP_GRPC_UNAVAILABLE;
 	case -ENOMEM:
 	case -ENOBUFS:
 		return RDP_GRPC_RESOURCE_EXHAUSTED;
 	default:
 		return RDP_GRPC_INTERNAL;
+	}
+}
+
+/*
+ * Checks the char devices of the state under the dev root. Returns 0 when all are as sysfs
+ * named them (or there is no dev root), -ESTALE with the failures in *b.
+ */
+static int check_nodes(const struct rdp_dp_service *s, struct msgbuf *b)
+{
+	static const char dev_prefix[] = "/dev/";
+	char why[RDP_REASON_MAX];
+	size_t bad = 0;
+
+	if (s->dev_fd < 0)
+		return 0;
+	for (size_t i = 0; i < s->state.n_specs; i++) {
+		const char *path = s->state.specs[i], *owner;
+		struct rdp_devnode_result res;
+		dev_t want = spec_devnum(&s->state, i);
+
+		/* Only paths below /dev map to the dev root. */
+		if (strncmp(path, dev_prefix, strlen(dev_prefix)) != 0)
+			continue;
+		if (rdp_devnode_check(s->dev_fd, path + strlen(dev_prefix), want, &res) ==
+		    RDP_DEVNODE_OK)
+			continue;
+		owner = s->state.spec_owners ? s->state.spec_owners[i] : NULL;
+		rdp_devnode_reason(&res, path, rdp_path_basename(path), want, why, sizeof(why));
+		mb_add(b, "%s%s%s%s", bad ? "; " : "", owner ? owner : "", owner ? ": " : "", why);
+		bad++;
+	}
+	return bad ? -ESTALE : 0;
+}
+
+static void report(struct rdp_dp_service *s, struct rdp_dp_call_info *info)
+{
+	info->n_streams = s->n_streams;
+	if (s->cb)
+		s->cb(info, s->userdata);
+}
+
+static void on_parked_close(struct rdp_grpc_call *call, void *userdata)
+{
+	struct rdp_dp_service *s = userdata;
+	struct rdp_dp_call_info info = {
+		.method = "Allocate",
+		.call_id = rdp_grpc_call_id(call),
+		.code = RDP_GRPC_CANCELLED,
+		.message = "the client went away while the call waited for a rescan",
+		.waited = true,
+	};
+
+	for (size_t i = 0; i < s->n_parked; i++) {
+		if (s->parked[i].call == call) {
+			struct parked p = unpark(s, i);
+
+			info.n_containers = p.req.n_containers;
+			info.n_ids = p.req.n_ids;
+			break;
+		}
+	}
+	report(s, &info);
+}
+
+/*
+ * Answers a checked Allocate request from the current state, or parks it (may_park, a
+ * refresh callback, a failed node check). Reports what it did unless it parked the call.
+ */
+static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call,
+			    const struct alloc_req *a, bool may_park, bool waited)
+{
+	struct rdp_dp_call_info info = {
+		.method = "Allocate",
+		.call_id = rdp_grpc_call_id(call),
+		.code = RDP_GRPC_OK,
+		.n_containers = a->n_containers,
+		.n_ids = a->n_ids,
+		.waited = waited,
+	};
+	struct msgbuf b = {.n = 0};
+	_cleanup_free_ uint8_t *out = NULL;
+	_cleanup_free_ char *error = NULL;
+	size_t out_len = 0;
+	int r;
+
+	if (a->max_unit >= (long)s->state.units) {
+		/* Only after a wait: the rescan took units away. */
+		mb_add(&b, "the resource has %u units now, the request names unit \"%ld\"",
+		       s->state.units, a->max_unit);
+		r = mb_error(&b, &error, -EINVAL);
+		goto fail;
+	}
+	r = check_usable(&s->state, &error);
+	if (r < 0)
+		goto fail;
+	r = check_nodes(s, &b);
+	if (r < 0 && may_park && s->refresh_cb) {
+		if (s->n_parked == RDP_DP_MAX_PARKED) {
+			b.n = 0;
+			mb_add(&b, "%d Allocate calls already wait for a rescan of the devices",
+			       RDP_DP_MAX_PARKED);
+			r = mb_error(&b, &error, -EBUSY);
+			goto fail;
+		}
+		s->parked[s->n_parked++] = (struct parked){.call = call, .req = *a};
+		rdp_grpc_call_set_close_cb(call, on_parked_close, s);
+		if (!s->refresh_pending) {
+			s->refresh_pending = true;
+			/* May answer the call at once (set_state/refreshed): do not touch it after. */
+			s->refresh_cb(b.s, s->refresh_userdata);
+		}
+		return;
+	}
+	if (r < 0) {
+		r = mb_error(&b, &error, r);
+		goto fail;
+	}
+	r = allocate_pack(&s->state, a->n_containers, &out, &out_len);
+	if (r < 0)
+		goto fail;
+	info.n_specs = s->state.n_specs;
+	if (rdp_grpc_call_reply(call, out ? out : empty_msg, out_len) < 0) {
+		info.code = RDP_GRPC_INTERNAL;
+		info.message = "cannot send the reply";
+	}
+	report(s, &info);
+	return;
+fail:
+	info.code = errno_code(r);
+	info.message = error ? error : "cannot answer Allocate: out of memory";
+	rdp_grpc_call_fail(call, info.code, info.message);
+	report(s, &info);
+}
+
+static void answer_parked(struct rdp_dp_service *s)
+{
+	s->refresh_pending = false;
+	while (s->n_parked > 0) {
+		struct parked p = unpark(s, 0);
+
+		answer_allocate(s, p.call, &p.req, false, true);
 	}
 }
 
@@ -734,15 +1063,17 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 	} else if (strcmp(path, rdp_dp_method_paths[M_LIST_AND_WATCH]) == 0) {
 		r = list_and_watch(s, call, &info);
 		if (r >= 0) {
-			info.n_streams = s->n_streams;
-			if (s->cb)
-				s->cb(&info, s->userdata);
+			report(s, &info);
 			return;
 		}
 	} else if (strcmp(path, rdp_dp_method_paths[M_ALLOCATE]) == 0) {
-		r = allocate(&s->state, req, len, &out, &out_len, &error, &info.n_containers,
-			     &info.n_ids);
-		info.n_specs = s->state.n_specs;
+		struct alloc_req a;
+
+		r = allocate_parse(&s->state, req, len, &a, &error);
+		if (r >= 0) {
+			answer_allocate(s, call, &a, true, false);
+			return;
+		}
 	} else if (strcmp(path, rdp_dp_method_paths[M_PREFERRED]) == 0) {
 		r = rdp_dp_preferred_allocation(&s->state, req, len, &out, &out_len, &error);
 	} else if (strcmp(path, rdp_dp_method_paths[M_PRE_START]) == 0) {
@@ -777,7 +1108,5 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 		}
 	}
 done:
-	info.n_streams = s->n_streams;
-	if (s->cb)
-		s->cb(&info, s->userdata);
+	report(s, &info);
 }

@@ -30,16 +30,33 @@
 #define RDP_DP_HEALTHY "Healthy"
 #define RDP_DP_UNHEALTHY "Unhealthy"
 
+/* A device of the pool a pod could not use, and why (rdp_device.unusable_reason). */
+struct rdp_dp_unusable {
+	char *device; /* "mlx5_5" */
+	char *reason; /* "/dev/infiniband/uverbs5 missing" */
+};
+
 /* What one resource serves; self-contained (no pointer into the host model or config). */
 struct rdp_dp_state {
 	unsigned int units; /* rdmaHcaMax, or 0 when the pool has no device */
-	bool healthy; /* at least one device of the pool has an ACTIVE port */
+	bool healthy; /* at least one usable device of the pool has an active port */
 	int numa_node; /* NUMA node every unit carries as topology; -1: none */
 	size_t n_devices; /* devices in the pool */
-	size_t n_active; /* of which with an ACTIVE port */
+	size_t n_active; /* of which usable, with an active port (ACTIVE or ACTIVE_DEFER) */
+	size_t n_usable; /* of which usable (rdp_device_is_usable()) */
 	char *devices; /* "mlx5_0,mlx5_3" (for logs); "" when none */
-	char **specs; /* char devices handed to containers: sorted, unique, rdma_cm included */
+	/*
+	 * Char devices handed to containers: those of the usable devices, plus rdma_cm when there
+	 * is one; sorted, unique. spec_devnums[i] is the number sysfs names for specs[i] (0: none)
+	 * and spec_owners[i] the device it belongs to ("rdma_cm" for rdma_cm), both for checking
+	 * the nodes before an Allocate answer.
+	 */
+	char **specs;
+	dev_t *spec_devnums;
+	char **spec_owners;
 	size_t n_specs;
+	struct rdp_dp_unusable *unusable; /* the pool's unusable devices, in pool order */
+	size_t n_unusable;
 };
 
 /*
@@ -52,8 +69,26 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p,
 void rdp_dp_state_done(struct rdp_dp_state *s);
 /* True when both produce the same ListAndWatch snapshot (units, health, topology). */
 bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
-/* True when both hand out the same char devices. */
+/* True when both hand out the same char devices (paths and expected numbers). */
 bool rdp_dp_state_same_specs(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
+/* True when both have the same unusable devices for the same reasons. */
+bool rdp_dp_state_same_unusable(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
+
+enum rdp_dp_unusable_event {
+	RDP_DP_UNUSABLE_APPEARED, /* unusable in the new state, not in the old one */
+	RDP_DP_UNUSABLE_CHANGED, /* unusable in both, for another reason now */
+	RDP_DP_UNUSABLE_CLEARED, /* unusable in the old state, not in the new one (reason: old) */
+};
+typedef void (*rdp_dp_unusable_cb)(enum rdp_dp_unusable_event ev, const char *device,
+				   const char *reason, void *userdata);
+/*
+ * Calls cb once per device whose usability differs between old and new (see the events),
+ * cleared ones first. For the daemon's "device-unusable" / "device-usable" log lines: call it
+ * with rdp_dp_service_state() and the new state before rdp_dp_service_set_state().
+ * Allocates nothing.
+ */
+void rdp_dp_unusable_diff(const struct rdp_dp_state *old, const struct rdp_dp_state *new,
+			  rdp_dp_unusable_cb cb, void *userdata);
 
 /*
  * The packed ListAndWatchResponse for s: units "0".."N-1", each with the state's health and,
@@ -67,8 +102,10 @@ int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *re
  * listing every char device of the state (host path = container path, permissions "rwm").
  * Returns 0 with the packed AllocateResponse; -EBADMSG when req does not parse; -EINVAL when a
  * request names unknown, duplicate or too many unit IDs, or none (*ret_error says which);
- * -E2BIG when a bound above is exceeded (*ret_error says which); -ENOMEM.
- * *ret and *ret_error are rdp_malloc'd; *ret_error is set only on -EINVAL / -E2BIG.
+ * -E2BIG when a bound above is exceeded (*ret_error says which); -ENODEV when the pool has
+ * devices but none is usable (*ret_error names them and why); -ENOMEM.
+ * *ret and *ret_error are rdp_malloc'd; *ret_error is set only on -EINVAL / -E2BIG / -ENODEV.
+ * The nodes themselves are not checked here (the service does, see set_dev_root).
  */
 int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
 		    size_t *ret_len, char **ret_error);
@@ -104,6 +141,7 @@ struct rdp_dp_call_info {
 	bool stream_opened; /* ListAndWatch: a stream was opened ... */
 	bool stream_closed; /* ... or went away */
 	size_t n_streams; /* open ListAndWatch streams after the call */
+	bool waited; /* Allocate: the answer waited for a rescan (see set_refresh) */
 };
 typedef void (*rdp_dp_call_cb)(const struct rdp_dp_call_info *info, void *userdata);
 
@@ -118,12 +156,43 @@ struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s);
 enum {
 	RDP_DP_CHANGED_SNAPSHOT = 1 << 0, /* streams were sent the new snapshot */
 	RDP_DP_CHANGED_SPECS = 1 << 1, /* Allocate now hands out other char devices */
+	RDP_DP_CHANGED_UNUSABLE = 1 << 2, /* other devices are unusable, or for other reasons */
 };
 /*
  * Takes over the contents of st (left empty) as the new state. Returns a mask of
  * RDP_DP_CHANGED_* (0: nothing changed, nothing sent), or -ENOMEM (state kept as before).
+ * Allocate calls waiting for a rescan are answered from the new state (see set_refresh).
  */
 int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st);
+
+/*
+ * Checking Allocate answers against the host. With a dev root (the directory that holds
+ * infiniband/, as discovery's), before answering Allocate the service checks every char
+ * device of the answer under it (devnode.h: the number sysfs named at the last scan, one
+ * open+fstat each). dev_root NULL turns the check off (the default). Returns 0, or the errno
+ * of opening the root (the previous one is kept then).
+ */
+int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root);
+
+/*
+ * When a check fails: without a refresh callback the call fails at once with
+ * FAILED_PRECONDITION naming the device and the node ("mlx5_3: /dev/infiniband/uverbs3 is
+ * 231:195, sysfs uverbs3 says 231:192"). With one, the call waits (at most
+ * RDP_DP_MAX_PARKED per service; beyond that UNAVAILABLE) and cb is called once (reason: the
+ * failed check) until the daemon answers it by rescanning and then calling
+ * rdp_dp_service_set_state() with the new state or, when nothing changed,
+ * rdp_dp_service_refreshed(). Waiting calls are then answered from the state as it is,
+ * checked again; a check failing again fails the call with FAILED_PRECONDITION. A waiting
+ * call whose client goes away is dropped (reported as CANCELLED). cb may call set_state() or
+ * refreshed() itself. cb NULL: no waiting.
+ */
+#define RDP_DP_MAX_PARKED 16
+typedef void (*rdp_dp_refresh_cb)(const char *reason, void *userdata);
+void rdp_dp_service_set_refresh(struct rdp_dp_service *s, rdp_dp_refresh_cb cb, void *userdata);
+/* The daemon rescanned and the state is unchanged: answers the waiting calls (see above). */
+void rdp_dp_service_refreshed(struct rdp_dp_service *s);
+/* Allocate calls waiting for a rescan. */
+size_t rdp_dp_service_parked(const struct rdp_dp_service *s);
 const struct rdp_dp_state *rdp_dp_service_state(const struct rdp_dp_service *s);
 size_t rdp_dp_service_streams(const struct rdp_dp_service *s);
 

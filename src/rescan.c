@@ -24,9 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
+#include "devnode.h"
 #include "discovery.h"
 #include "macro.h"
 #include "sysfs.h"
@@ -59,10 +61,11 @@ static const char *const snap_paths[SNAP_MAX] = {
 	[SNAP_MAD] = "class/infiniband_mad",
 };
 
-/* A /dev/infiniband name the model depends on, and whether it must exist. */
+/* A /dev/infiniband name the model depends on, whether it must exist, and its number. */
 struct watch {
 	const char *name; /* points into the host model, or a literal */
 	bool want;
+	dev_t num; /* the number sysfs named for it (0: none) */
 	unsigned long seen;
 };
 
@@ -533,10 +536,19 @@ static int dev_entry(int dirfd, const char *name, uint64_t ino, unsigned char ty
 	e = bsearch(name, w->s->c.watch, w->s->c.n_watch, sizeof(*e), cmp_name_watch);
 	if (!e)
 		return 0;
-	/* What discovery tests is that the path resolves: a symlink must lead somewhere. */
-	if (type == DT_LNK || type == DT_UNKNOWN) {
+	/*
+	 * Judged as discovery judges it (devnode.h): one fstatat for a char device, the full
+	 * check (resolving links inside the root) for anything else.
+	 */
+	if (type == DT_CHR) {
+		struct stat st;
+
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
+		    (e->num != 0 && st.st_rdev != e->num))
+			return 0;
+	} else {
 		snprintf(rel, sizeof(rel), DEV_DIR "/%s", name);
-		if (!rdp_sysfs_exists(w->s->dev, rel))
+		if (rdp_devnode_check(w->s->dev, rel, e->num, NULL) != RDP_DEVNODE_OK)
 			return 0;
 	}
 	if (e->seen != w->s->gen) {
@@ -636,7 +648,8 @@ static int cache_prepare(struct cache *c)
 	c->watch = rdp_calloc(n, sizeof(*c->watch));
 	if (!c->watch)
 		return -ENOMEM;
-	c->watch[c->n_watch++] = (struct watch){.name = "rdma_cm", .want = h->rdma_cm[0] != '\0'};
+	c->watch[c->n_watch++] = (struct watch){
+		.name = "rdma_cm", .want = h->rdma_cm[0] != '\0', .num = h->rdma_cm_devnum};
 	for (size_t i = 0; i < h->n_devices; i++) {
 		const struct rdp_device *d = &h->devices[i];
 
@@ -644,7 +657,9 @@ static int cache_prepare(struct cache *c)
 			if (strncmp(d->char_devices[j], DEV_PREFIX, strlen(DEV_PREFIX)) != 0)
 				return 0;
 			c->watch[c->n_watch++] = (struct watch){
-				.name = d->char_devices[j] + strlen(DEV_PREFIX), .want = true};
+				.name = d->char_devices[j] + strlen(DEV_PREFIX),
+				.want = true,
+				.num = rdp_device_char_devnum(d, j)};
 		}
 	}
 	qsort(c->watch, c->n_watch, sizeof(*c->watch), cmp_watch);
@@ -772,6 +787,14 @@ static bool port_equal(const struct rdp_port *a, const struct rdp_port *b)
 	       a->roce_v2_ipv4_gid_index == b->roce_v2_ipv4_gid_index;
 }
 
+static bool devnums_equal(const struct rdp_device *a, const struct rdp_device *b)
+{
+	for (size_t i = 0; i < a->n_char_devices; i++)
+		if (rdp_device_char_devnum(a, i) != rdp_device_char_devnum(b, i))
+			return false;
+	return true;
+}
+
 static bool device_equal(const struct rdp_device *a, const struct rdp_device *b)
 {
 	if (strcmp(a->name, b->name) || strcmp(a->pci_address, b->pci_address) ||
@@ -780,19 +803,22 @@ static bool device_equal(const struct rdp_device *a, const struct rdp_device *b)
 	    a->numa_node != b->numa_node || a->is_vf != b->is_vf || a->vf_index != b->vf_index ||
 	    strcmp(a->pf_pci_address, b->pf_pci_address) || strcmp(a->pf_netdev, b->pf_netdev) ||
 	    strcmp(a->node_guid, b->node_guid) || strcmp(a->fw_ver, b->fw_ver) ||
-	    strcmp(a->hca_type, b->hca_type) || a->n_ports != b->n_ports)
+	    strcmp(a->hca_type, b->hca_type) || a->n_ports != b->n_ports ||
+	    a->usability != b->usability || strcmp(a->unusable_reason, b->unusable_reason))
 		return false;
 	for (size_t i = 0; i < a->n_ports; i++)
 		if (!port_equal(&a->ports[i], &b->ports[i]))
 			return false;
 	return strv_equal(a->netdevs, a->n_netdevs, b->netdevs, b->n_netdevs) &&
 	       strv_equal(a->char_devices, a->n_char_devices, b->char_devices, b->n_char_devices) &&
+	       devnums_equal(a, b) &&
 	       strv_equal(a->problems, a->n_problems, b->problems, b->n_problems);
 }
 
 bool rdp_host_equal(const struct rdp_host *a, const struct rdp_host *b)
 {
 	if (a->n_devices != b->n_devices || strcmp(a->rdma_cm, b->rdma_cm) ||
+	    a->rdma_cm_devnum != b->rdma_cm_devnum ||
 	    a->netns_mode != b->netns_mode ||
 	    !strv_equal(a->problems, a->n_problems, b->problems, b->n_problems))
 		return false;

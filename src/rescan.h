@@ -13,7 +13,8 @@
  *   - per device: fw_ver (mlx5 live firmware activation), numa_node of the PCI function, the
  *     netdevs of its net/ directory (renames, moves to another netns) and rxe's `parent`;
  *   - per PF of a VF: its first netdev;
- *   - the char devices and rdma_cm, by one listing of <dev root>/infiniband;
+ *   - the char devices and rdma_cm, by one listing of <dev root>/infiniband and, for each
+ *     char device, a stat comparing its number with the one sysfs named (devnode.h);
  *   - ib_core's netns_mode.
  * What is not re-read is fixed for the life of a registration: PCI IDs, class and driver of
  * the function, SR-IOV links, node GUID, HCA type, the ports, their link layer, the size of

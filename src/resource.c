@@ -43,6 +43,7 @@ struct res {
 
 struct rdp_resources {
 	struct rdp_event *event;
+	char *dev_root; /* Allocate checks the char devices it hands out under it */
 	enum rdp_registration_mode mode;
 	char *sock_dir;
 	char *kubelet_sock;
@@ -114,9 +115,10 @@ static void log_state(struct res *r, const char *event, enum rdp_log_level l)
 
 	if (st->numa_node >= 0)
 		snprintf(numa, sizeof(numa), "%d", st->numa_node);
-	rdp_log(l, event, "resource=%s units=%u healthy=%u numa=%s devices=%s active=%zu specs=%zu",
+	rdp_log(l, event,
+		"resource=%s units=%u healthy=%u numa=%s devices=%s usable=%zu active=%zu specs=%zu",
 		r->full_name, st->units, st->healthy ? st->units : 0, numa,
-		rdp_log_q(st->devices ? st->devices : ""), st->n_active, st->n_specs);
+		rdp_log_q(st->devices ? st->devices : ""), st->n_usable, st->n_active, st->n_specs);
 }
 
 /* (Re)arms the resource's one timer; 0 disarms. */
@@ -234,6 +236,34 @@ static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
 		error ? errstr(error)
 		      : rdp_log_q(message && *message ? message : rdp_grpc_code_name(code)),
 		(unsigned long long)(retry_usec / 1000), failures);
+}
+
+/* An Allocate found a char device that is not what the model says: ask for a rescan. */
+static void on_refresh(const char *reason, void *userdata)
+{
+	struct res *r = userdata;
+	struct rdp_resources *s = r->set;
+
+	rdp_log(RDP_LOG_WARNING, "allocate-check", "resource=%s msg=%s", r->full_name,
+		rdp_log_q(strempty(reason)));
+	if (s->hooks.refresh)
+		s->hooks.refresh(s->hooks.userdata);
+	else
+		rdp_dp_service_refreshed(r->dp);
+}
+
+static void on_unusable(enum rdp_dp_unusable_event ev, const char *device, const char *reason,
+			void *userdata)
+{
+	struct res *r = userdata;
+
+	if (ev == RDP_DP_UNUSABLE_CLEARED)
+		rdp_log(RDP_LOG_INFO, "device-usable", "resource=%s device=%s was=%s",
+			r->full_name, device, rdp_log_q(reason));
+	else
+		rdp_log(RDP_LOG_WARNING, "device-unusable", "resource=%s device=%s reason=%s%s",
+			r->full_name, device, rdp_log_q(reason),
+			ev == RDP_DP_UNUSABLE_CHANGED ? " changed=1" : "");
 }
 
 static const struct rdp_registration_ops register_ops = {
@@ -492,10 +522,14 @@ static int res_new(struct rdp_resources *s, const struct rdp_resource *c, struct
 		k = res_set_mode(r);
 	if (k >= 0)
 		k = rdp_dp_service_new(on_dp_call, r, &r->dp);
+	/* Allocate checks its char devices under the dev root; without it, no check. */
+	if (k >= 0)
+		k = rdp_dp_service_set_dev_root(r->dp, s->dev_root);
 	if (k < 0) {
 		res_free(r);
 		return k;
 	}
+	rdp_dp_service_set_refresh(r->dp, on_refresh, r);
 	*ret = r;
 	return 0;
 }
@@ -546,14 +580,21 @@ static int on_reap(struct rdp_event_source *src, void *userdata)
 }
 
 int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, const char *sock_dir,
-		      const char *kubelet_sock, const struct rdp_resources_hooks *hooks,
-		      struct rdp_resources **ret)
+		      const char *kubelet_sock, const char *dev_root,
+		      const struct rdp_resources_hooks *hooks, struct rdp_resources **ret)
 {
 	struct rdp_resources *s = rdp_calloc(1, sizeof(*s));
 	int k;
 
 	if (!s)
 		return -ENOMEM;
+	if (dev_root) {
+		s->dev_root = rdp_strdup(dev_root);
+		if (!s->dev_root) {
+			rdp_free(s);
+			return -ENOMEM;
+		}
+	}
 	s->event = e;
 	s->mode = mode;
 	if (hooks)
@@ -589,6 +630,7 @@ struct rdp_resources *rdp_resources_free(struct rdp_resources *s)
 	rdp_event_source_free(s->reap_src);
 	rdp_free(s->sock_dir);
 	rdp_free(s->kubelet_sock);
+	rdp_free(s->dev_root);
 	rdp_free(s);
 	return NULL;
 }
@@ -691,8 +733,16 @@ int rdp_resources_update(struct rdp_resources *s, const struct rdp_host *h,
 		int k, mask = 0;
 
 		k = rdp_dp_state_build(h, &pools->v[i], &st);
-		if (k >= 0)
+		if (k >= 0) {
+			/* Each device problem once when it appears, once when it clears. */
+			rdp_dp_unusable_diff(rdp_dp_service_state(r->dp), &st, on_unusable, r);
+			if (!r->pool_logged && st.n_devices > 0 && st.n_usable == 0)
+				rdp_log(RDP_LOG_WARNING, "pool-unusable", "resource=%s msg=%s",
+					r->full_name,
+					rdp_log_q("no device of the pool is usable: its units are "
+						  "Unhealthy and Allocate fails"));
 			k = mask = rdp_dp_service_set_state(r->dp, &st);
+		}
 		rdp_dp_state_done(&st);
 		if (k < 0) {
 			rdp_log(RDP_LOG_ERROR, "update-failed", "resource=%s error=%s",
@@ -723,7 +773,8 @@ int rdp_resources_update(struct rdp_resources *s, const struct rdp_host *h,
 
 void rdp_resources_refreshed(struct rdp_resources *s)
 {
-	(void)s;
+	for (size_t i = 0; i < s->n_res; i++)
+		rdp_dp_service_refreshed(s->res[i]->dp);
 }
 
 void rdp_resources_start(struct rdp_resources *s)

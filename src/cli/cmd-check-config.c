@@ -16,6 +16,7 @@
 #include "config.h"
 #include "diag.h"
 #include "discovery.h"
+#include "dp-service.h"
 #include "macro.h"
 #include "pool.h"
 #include "selector.h"
@@ -55,7 +56,7 @@ static void active_ports(const struct rdp_device *d, size_t *ret_active, size_t 
 	size_t a = 0;
 
 	for (size_t i = 0; i < d->n_ports; i++)
-		if (d->ports[i].state == RDP_PORT_ACTIVE)
+		if (rdp_port_state_is_active(d->ports[i].state))
 			a++;
 	*ret_active = a;
 	*ret_total = d->n_ports;
@@ -125,6 +126,8 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 					first = false;
 				}
 			printf("%s\n", first ? "" : ")");
+			if (m && !rdp_device_is_usable(dev))
+				printf("    ! %s is unusable: %s\n", dev->name, dev->unusable_reason);
 			for (int k = 0; k < RDP_SEL_KEY_MAX; k++)
 				if (ex.result[k] != RDP_SEL_UNUSED)
 					printf("    %s %s: %s\n",
@@ -136,22 +139,19 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 	printf("  %-32s %6s  %-5s %-8s %s\n", "RESOURCE", "UNITS", "NUMA", "HEALTH", "DEVICES");
 	for (size_t i = 0; i < pools->n; i++) {
 		const struct rdp_pool *p = &pools->v[i];
-		size_t active = 0;
+		struct rdp_dp_state st = {.numa_node = -1};
 		char numa[16], health[32];
 
-		for (size_t j = 0; j < p->n_devices; j++) {
-			const struct rdp_device *dev = &h->devices[p->devices[j]];
-			size_t a, t;
-
-			active_ports(dev, &a, &t);
-			if (a)
-				active++;
+		/* What the daemon would serve, by the daemon's code. */
+		if (rdp_dp_state_build(h, p, &st) < 0) {
+			printf("  %-32s (out of memory)\n", p->res->full_name);
+			continue;
 		}
 		if (p->numa_node >= 0)
 			snprintf(numa, sizeof(numa), "%d", p->numa_node);
 		else
 			snprintf(numa, sizeof(numa), "%s", p->n_devices ? "mixed" : "-");
-		snprintf(health, sizeof(health), "%zu/%zu", active, p->n_devices);
+		snprintf(health, sizeof(health), "%zu/%zu", st.n_active, p->n_devices);
 		printf("  %-32s %6u  %-5s %-8s ", p->res->full_name,
 		       p->n_devices ? p->res->rdma_hca_max : 0, numa, health);
 		if (!p->n_devices)
@@ -159,8 +159,16 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		for (size_t j = 0; j < p->n_devices; j++)
 			printf("%s%s", j ? "," : "", h->devices[p->devices[j]].name);
 		printf("\n");
+		for (size_t j = 0; j < st.n_unusable; j++)
+			printf("    ! %s is unusable: %s\n", st.unusable[j].device,
+			       st.unusable[j].reason);
+		if (st.n_devices && !st.n_usable)
+			printf("    ! no device is usable: all %u units are Unhealthy and "
+			       "Allocate fails\n", st.units);
+		rdp_dp_state_done(&st);
 	}
-	printf("  (UNITS: what kubelet is told; HEALTH: devices with an ACTIVE port / devices)\n");
+	printf("  (UNITS: what kubelet is told; HEALTH: usable devices with an active port / "
+	       "devices)\n");
 	if (d->n) {
 		printf("\ndiagnostics:\n");
 		for (size_t i = 0; i < d->n; i++)
@@ -271,6 +279,10 @@ static json_t *json_resource(const struct rdp_resource *res, const struct rdp_ho
 
 		r |= set(d, "name", json_string(dev->name));
 		r |= set(d, "selected", json_boolean(m));
+		r |= set(d, "usable", json_boolean(rdp_device_is_usable(dev)));
+		r |= set(d, "unusable_reason", rdp_device_is_usable(dev)
+							 ? json_null()
+							 : json_string(dev->unusable_reason));
 		for (int k = 0; k < RDP_SEL_KEY_MAX; k++)
 			if (ex.result[k] != RDP_SEL_UNUSED)
 				r |= push(keys, json_pack("{s:s, s:s, s:s}", "key",
@@ -290,7 +302,8 @@ static json_t *json_resource(const struct rdp_resource *res, const struct rdp_ho
 
 static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
 {
-	json_t *o = json_object(), *devs = json_array();
+	json_t *o = json_object(), *devs = json_array(), *unusable = json_array();
+	struct rdp_dp_state st = {.numa_node = -1};
 	size_t active = 0, ports = 0, ports_active = 0;
 	int r = 0;
 
@@ -312,6 +325,19 @@ static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
 	r |= set(o, "active_devices", json_integer((json_int_t)active));
 	r |= set(o, "ports", json_integer((json_int_t)ports));
 	r |= set(o, "active_ports", json_integer((json_int_t)ports_active));
+	if (rdp_dp_state_build(h, p, &st) < 0) {
+		json_decref(unusable);
+		json_decref(o);
+		return NULL;
+	}
+	/* What the daemon would serve: health counts usable devices only. */
+	r |= set(o, "usable_devices", json_integer((json_int_t)st.n_usable));
+	r |= set(o, "healthy", json_boolean(st.healthy));
+	for (size_t j = 0; j < st.n_unusable && unusable; j++)
+		r |= push(unusable, json_pack("{s:s, s:s}", "device", st.unusable[j].device,
+					      "reason", st.unusable[j].reason));
+	r |= set(o, "unusable", unusable);
+	rdp_dp_state_done(&st);
 	if (r) {
 		json_decref(o);
 		return NULL;

@@ -214,8 +214,19 @@ static int print_table(const struct rdp_host *h, const char *sysfs_root)
 	}
 	table_free(&t);
 
-	bool any = h->n_problems > 0;
+	bool any = false;
 
+	for (size_t i = 0; i < h->n_devices; i++)
+		any |= !rdp_device_is_usable(&h->devices[i]);
+	if (any) {
+		printf("\nUNUSABLE (a pod given these could not use them)\n");
+		for (size_t i = 0; i < h->n_devices; i++)
+			if (!rdp_device_is_usable(&h->devices[i]))
+				printf("%s: %s\n", h->devices[i].name,
+				       h->devices[i].unusable_reason);
+	}
+
+	any = h->n_problems > 0;
 	for (size_t i = 0; i < h->n_devices; i++)
 		any |= h->devices[i].n_problems > 0;
 	if (any) {

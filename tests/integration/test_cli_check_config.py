@@ -40,7 +40,10 @@ def test_seed000_selects_mlx5_0_with_200_units(run, fixtures_dir):
     assert pl["devices"] == ["mlx5_0"]
     assert pl["units"] == 200
     assert pl["active_devices"] == 1
+    assert pl["usable_devices"] == 1 and pl["healthy"] is True and pl["unusable"] == []
     res = doc["resources"][0]
+    assert res["devices"][0]["usable"] is True
+    assert res["devices"][0]["unusable_reason"] is None
     assert res["selectors"] == {"vendors": ["15b3"], "deviceIDs": ["101d"], "ifNames": ["ib0"],
                                 "linkTypes": ["infiniband"]}
     keys = {k["key"]: k for k in res["devices"][0]["keys"]}
@@ -108,6 +111,39 @@ def test_dgx_pools(run, fixtures_dir):
     assert ib["numa_node"] == -1
     texts = [d["text"] for d in doc["diagnostics"]]
     assert any("in both rdma/compute_ib and rdma/compute_ib_numa0" in t for t in texts)
+
+
+def test_dgx_pools_are_usable(run, fixtures_dir):
+    doc = check_json(run, fixtures_dir, "dgx.json", "dgx-h100")
+    for pl in doc["pools"]:
+        assert pl["usable_devices"] == len(pl["devices"]), pl["resource"]
+        assert pl["unusable"] == []
+    p = check(run, fixtures_dir, "dgx.json", "dgx-h100")
+    assert "unusable" not in p.stdout
+
+
+def test_selected_but_unusable(run, fixtures_dir, tmp_path):
+    """broken: mlx5_5 has no uverbs node and the node no rdma_cm; a pool of mlx5_5 alone."""
+    cfg = tmp_path / "only5.json"
+    cfg.write_text(json.dumps({"periodicUpdateInterval": 300, "configList": [
+        {"resourceName": "only5", "rdmaHcaMax": 10, "selectors": {"ifNames": ["ibp97s0"]}}]}))
+    reason = "/dev/infiniband/uverbs5 missing; /dev/infiniband/rdma_cm missing"
+    p = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "broken"))
+    assert p.returncode == 0, p.stderr
+    assert "  mlx5_5: selected\n    ! mlx5_5 is unusable: " + reason + "\n" in p.stdout
+    assert "rdma/only5                           10  1     0/1      mlx5_5" in p.stdout
+    assert "no device is usable: all 10 units are Unhealthy and Allocate fails" in p.stdout
+    # devices not selected are not flagged in the resource's list
+    assert "mlx5_0 is unusable" not in p.stdout.split("pools:")[0]
+    doc = json.loads(run("check-config", "--config-file", cfg,
+                         *node_args(fixtures_dir, "broken"), "-o", "json").stdout)
+    pl = pool(doc, "rdma/only5")
+    assert pl["devices"] == ["mlx5_5"] and pl["units"] == 10
+    assert pl["usable_devices"] == 0 and pl["healthy"] is False
+    assert pl["unusable"] == [{"device": "mlx5_5", "reason": reason}]
+    devs = {d["name"]: d for d in doc["resources"][0]["devices"]}
+    assert devs["mlx5_5"]["selected"] is True and devs["mlx5_5"]["usable"] is False
+    assert devs["mlx5_5"]["unusable_reason"] == reason
 
 
 def test_sriov_vf_ranges(run, fixtures_dir):

@@ -1,7 +1,9 @@
 """rdma-dp discover on every fixture node: the JSON document checked field by field against the
 contract (a hand-written schema check), the table, and the error paths."""
 import json
+import os
 import re
+import stat
 import subprocess
 
 
@@ -18,7 +20,7 @@ EXPECTED_NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag",
 
 DEVICE_FIELDS = ["name", "pci_address", "vendor", "device_id", "class", "driver", "netdevs",
                  "numa_node", "is_vf", "pf_pci_address", "pf_netdev", "node_guid", "fw_ver",
-                 "hca_type", "ports", "char_devices", "problems"]
+                 "hca_type", "ports", "char_devices", "problems", "usable", "unusable_reason"]
 PORT_FIELDS = ["port", "state", "phys_state", "link_layer", "rate", "roce_v2_ipv4_gid_index"]
 
 BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$")
@@ -103,6 +105,14 @@ def check_device(d):
     assert len(set(d["char_devices"])) == len(d["char_devices"])
     assert isinstance(d["problems"], list)
     assert all(isinstance(s, str) and s for s in d["problems"])
+    assert isinstance(d["usable"], bool)
+    if d["usable"]:
+        assert d["unusable_reason"] is None
+        # usable: its uverbs node is handed out; a device with no problem is usable unless
+        # the host lacks rdma_cm
+        assert any(re.search(r"/uverbs[0-9]+$", c) for c in d["char_devices"])
+    else:
+        assert isinstance(d["unusable_reason"], str) and d["unusable_reason"]
 
 
 def copy_node(fixtures_dir, node, dst):
@@ -265,6 +275,16 @@ def test_broken_node(run, fixtures_dir):
     assert any(re.match(r"^uverbs[0-9]+: /dev/infiniband/uverbs[0-9]+ missing$", p)
                for p in problems)
     assert doc["rdma_cm"] is None
+    # without rdma_cm no device is usable; mlx5_5 lacks its uverbs node too
+    assert all(d["usable"] is False for d in devs)
+    d5 = by_name(doc)["mlx5_5"]
+    assert d5["unusable_reason"] == ("/dev/infiniband/uverbs5 missing; "
+                                     "/dev/infiniband/rdma_cm missing")
+    assert by_name(doc)["mlx5_0"]["unusable_reason"] == "/dev/infiniband/rdma_cm missing"
+    table = run("discover", *node_args(fixtures_dir, "broken")).stdout
+    assert "UNUSABLE" in table
+    assert ("mlx5_5: /dev/infiniband/uverbs5 missing; /dev/infiniband/rdma_cm missing"
+            in table)
 
 
 def test_broken_copy(run, fixtures_dir, tmp_path):
@@ -297,9 +317,44 @@ def test_dev_node_missing(run, fixtures_dir, tmp_path):
     d = by_name(doc)["mlx5_0"]
     assert "/dev/infiniband/uverbs0" not in d["char_devices"]
     assert "uverbs0: /dev/infiniband/uverbs0 missing" in d["problems"]
+    assert d["usable"] is False
+    assert d["unusable_reason"] == ("/dev/infiniband/uverbs0 missing; "
+                                    "/dev/infiniband/rdma_cm missing")
     table = run("discover", *node_args(tmp_path, "n")).stdout
     assert "rdma_cm: missing" in table
     assert "host: /dev/infiniband/rdma_cm missing" in table
+
+
+def test_good_nodes_are_usable(run, fixtures_dir):
+    for node in ("seed000", "dgx-h100", "sriov", "rxe"):
+        doc = discover_json(run, fixtures_dir, node)
+        assert doc["rdma_cm"] == "/dev/infiniband/rdma_cm"
+        for d in doc["devices"]:
+            if not d["problems"]:
+                assert d["usable"] is True, (node, d["name"], d["unusable_reason"])
+
+
+def test_dev_node_with_another_number(run, fixtures_dir, tmp_path):
+    """A uverbs node whose number is not the one sysfs names (a stale /dev, another HCA's)."""
+    copy_node(fixtures_dir, "seed000", tmp_path / "n")
+    node = tmp_path / "n" / "dev" / "infiniband" / "uverbs0"
+    if not node.is_char_device():
+        pytest.skip("fixture nodes are regular files here (mknod refused)")
+    want = (tmp_path / "n" / "sys" / "class" / "infiniband_verbs" / "uverbs0" / "dev")
+    want = want.read_text().strip()
+    node.unlink()
+    try:
+        os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(231, 250))
+    except PermissionError:
+        pytest.skip("mknod refused")
+    doc = json.loads(run("discover", *node_args(tmp_path, "n"), "-o", "json").stdout)
+    check_document(doc)
+    d = by_name(doc)["mlx5_0"]
+    reason = "/dev/infiniband/uverbs0 is 231:250, sysfs uverbs0 says %s" % want
+    assert d["usable"] is False
+    assert d["unusable_reason"] == reason
+    assert "/dev/infiniband/uverbs0" not in d["char_devices"]
+    assert "uverbs0: " + reason in d["problems"]
 
 
 def test_missing_sysfs_root(run, tmp_path):

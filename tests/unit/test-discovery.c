@@ -9,7 +9,9 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -405,6 +407,10 @@ static void check_tree(const struct rdp_host *h)
 		}
 		EXPECT_EQ(d->n_problems, 0);
 		EXPECT_TRUE(rdp_device_is_active(d));
+		/* Stand-in nodes (empty files), no `dev` in sysfs: usable, no number to check. */
+		EXPECT_TRUE(rdp_device_is_usable(d));
+		EXPECT_STREQ(d->unusable_reason, "");
+		EXPECT_EQ(rdp_device_char_devnum(d, 0), 0);
 	}
 	if ((d = find(h, "mlx5_1"))) {
 		EXPECT_STREQ(d->pci_address, "0000:3b:00.0");
@@ -441,6 +447,8 @@ static void check_tree(const struct rdp_host *h)
 		EXPECT_TRUE(!rdp_device_is_active(d));
 		EXPECT_EQ(d->n_char_devices, 0);
 		EXPECT_TRUE(has_problem(d, "uverbs2: /dev/infiniband/uverbs2 missing"));
+		EXPECT_EQ(d->usability, RDP_UNUSABLE_UVERBS_NODE);
+		EXPECT_STREQ(d->unusable_reason, "/dev/infiniband/uverbs2 missing");
 	}
 	if ((d = find(h, "mlx5_4"))) {
 		/* The SF resolves to its PF's function, with its own netdev only. */
@@ -592,6 +600,132 @@ static struct rdp_host *fixture(const char *dir, const char *node)
 	return h;
 }
 
+static _printf_(1, 2) int sh(const char *f, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(cmd, sizeof(cmd), f, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* The sysfs `dev` of a class device of the copy, as a dev_t. */
+static dev_t sysfs_devnum(const char *root, const char *class, const char *name)
+{
+	char path[PATH_MAX * 2];
+	unsigned int maj = 0, min = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/sys/class/%s/%s/dev", root, class, name);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%u:%u", &maj, &min) != 2)
+		maj = min = 0;
+	if (f)
+		fclose(f);
+	return makedev(maj, min);
+}
+
+static struct rdp_host *discover_copy(const char *root)
+{
+	char sys[PATH_MAX + 8], dev[PATH_MAX + 8];
+	struct rdp_host *h = NULL;
+
+	snprintf(sys, sizeof(sys), "%s/sys", root);
+	snprintf(dev, sizeof(dev), "%s/dev", root);
+	EXPECT_EQ(rdp_discover(sys, dev, &h), 0);
+	return h;
+}
+
+/*
+ * Usability on a copy of seed000 (mlx5_0 on uverbs0): device numbers as sysfs names them,
+ * a node with another number, a stand-in, rdma_cm missing; ACTIVE_DEFER is active.
+ */
+static void test_usability(const char *fixtures)
+{
+	char root[PATH_MAX], node[PATH_MAX * 2], cm[PATH_MAX * 2];
+	const struct rdp_device *d;
+	struct rdp_host *h;
+	struct stat st;
+	dev_t want, want_cm;
+
+	snprintf(root, sizeof(root), "%s/usable", tmpdir);
+	if (sh("cp -a '%s/seed000' '%s'", fixtures, root) != 0) {
+		EXPECT_TRUE(false);
+		return;
+	}
+	snprintf(node, sizeof(node), "%s/dev/infiniband/uverbs0", root);
+	snprintf(cm, sizeof(cm), "%s/dev/infiniband/rdma_cm", root);
+	want = sysfs_devnum(root, "infiniband_verbs", "uverbs0");
+	want_cm = sysfs_devnum(root, "misc", "rdma_cm");
+	EXPECT_TRUE(want != 0 && want_cm != 0);
+
+	if ((h = discover_copy(root)) && (d = find(h, "mlx5_0"))) {
+		EXPECT_TRUE(rdp_device_is_usable(d));
+		EXPECT_STREQ(d->char_devices[0], "/dev/infiniband/uverbs0");
+		EXPECT_EQ(rdp_device_char_devnum(d, 0), want);
+		EXPECT_EQ(h->rdma_cm_devnum, want_cm);
+	}
+	rdp_host_free(h);
+
+	if (stat(node, &st) == 0 && S_ISCHR(st.st_mode) && unlink(node) == 0 &&
+	    mknod(node, S_IFCHR | 0600, makedev(major(want), minor(want) + 50)) == 0) {
+		char reason[RDP_REASON_MAX];
+
+		snprintf(reason, sizeof(reason),
+			 "/dev/infiniband/uverbs0 is %u:%u, sysfs uverbs0 says %u:%u", major(want),
+			 minor(want) + 50, major(want), minor(want));
+		if ((h = discover_copy(root)) && (d = find(h, "mlx5_0"))) {
+			EXPECT_EQ(d->usability, RDP_UNUSABLE_UVERBS_NODE);
+			EXPECT_STREQ(d->unusable_reason, reason);
+			EXPECT_TRUE(!has(d->char_devices, d->n_char_devices,
+					 "/dev/infiniband/uverbs0"));
+			EXPECT_TRUE(has_problem(d, "uverbs0: /dev/infiniband/uverbs0 is "));
+		}
+		rdp_host_free(h);
+	} else {
+		printf("test-discovery: fixture nodes are no char devices or mknod refused: "
+		       "skipped the number mismatch\n");
+	}
+
+	/* An empty regular file stands in for the node: taken as it is. */
+	unlink(node);
+	EXPECT_EQ(sh("touch '%s'", node), 0);
+	if ((h = discover_copy(root)) && (d = find(h, "mlx5_0")))
+		EXPECT_TRUE(rdp_device_is_usable(d));
+	rdp_host_free(h);
+	/* ... but not one with contents. */
+	EXPECT_EQ(sh("echo x > '%s'", node), 0);
+	if ((h = discover_copy(root)) && (d = find(h, "mlx5_0"))) {
+		EXPECT_EQ(d->usability, RDP_UNUSABLE_UVERBS_NODE);
+		EXPECT_STREQ(d->unusable_reason,
+			     "/dev/infiniband/uverbs0 is not a character device");
+	}
+	rdp_host_free(h);
+	EXPECT_EQ(sh("truncate -s 0 '%s'", node), 0);
+
+	/* No rdma_cm: nothing is usable; the reason says so. */
+	EXPECT_EQ(unlink(cm), 0);
+	if ((h = discover_copy(root)) && (d = find(h, "mlx5_0"))) {
+		EXPECT_EQ(d->usability, RDP_UNUSABLE_NO_RDMA_CM);
+		EXPECT_STREQ(d->unusable_reason, "/dev/infiniband/rdma_cm missing");
+		EXPECT_STREQ(h->rdma_cm, "");
+	}
+	rdp_host_free(h);
+
+	/* ACTIVE_DEFER (5) counts as active. */
+	EXPECT_EQ(sh("echo '5: ACTIVE_DEFER' > '%s/sys/class/infiniband/mlx5_0/ports/1/state'",
+		     root),
+		  0);
+	if ((h = discover_copy(root)) && (d = find(h, "mlx5_0"))) {
+		EXPECT_EQ(d->ports[0].state, RDP_PORT_ACTIVE_DEFER);
+		EXPECT_STREQ(d->ports[0].state_name, "ACTIVE_DEFER");
+		EXPECT_TRUE(rdp_device_is_active(d));
+	}
+	rdp_host_free(h);
+}
+
 static void test_fixtures(const char *dir)
 {
 	const struct rdp_device *d;
@@ -702,11 +836,13 @@ int main(void)
 
 	if (fixtures) {
 		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys/class/infiniband", fixtures);
-		if (access(probe, F_OK) == 0)
+		if (access(probe, F_OK) == 0) {
 			test_fixtures(fixtures);
-		else
+			test_usability(fixtures);
+		} else {
 			printf("test-discovery: no generated fixtures in %s, skipped those\n",
 			       fixtures);
+		}
 	}
 
 	rm_rf(tmpdir);

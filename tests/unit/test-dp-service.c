@@ -5,15 +5,22 @@
  * the service reports, and every allocation failing in turn.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "macro.h"
 #include "config.h"
 #include "deviceplugin.pb-c.h"
 #include "dp-service.h"
+#include "event.h"
+#include "grpc.h"
 #include "pluginregistration.pb-c.h"
 #include "pool.h"
 #include "registration.h"
@@ -499,6 +506,495 @@ static void test_failmalloc(const struct rdp_host *h)
 	rdp_free(req);
 }
 
+
+/* ---- usability: only usable devices count ---- */
+
+static void make_unusable(struct rdp_device *d, enum rdp_usability u, const char *reason)
+{
+	d->usability = u;
+	snprintf(d->unusable_reason, sizeof(d->unusable_reason), "%s", reason);
+}
+
+struct diff_ev {
+	char log[512];
+};
+
+static void diff_log(enum rdp_dp_unusable_event e, const char *device, const char *reason, void *ud)
+{
+	char *log = ((struct diff_ev *)ud)->log;
+	size_t n = strlen(log);
+
+	snprintf(log + n, 512 - n, "%s %s (%s);",
+		 e == RDP_DP_UNUSABLE_APPEARED  ? "appeared"
+		 : e == RDP_DP_UNUSABLE_CLEARED ? "cleared"
+						: "changed",
+		 device, reason);
+}
+
+static void test_usable_state(void)
+{
+	struct rdp_host *h = make_host();
+	size_t i02[] = {0, 2}, i2[] = {2}, i0[] = {0};
+	struct rdp_pool p = pool_of(i02, 2);
+	struct rdp_dp_state s = {.numa_node = -1}, t = {.numa_node = -1};
+	V1beta1__ListAndWatchResponse *m;
+	V1beta1__AllocateResponse *am = NULL;
+	static const char *const ok1[] = {"0", NULL};
+	uint8_t *buf = NULL;
+	size_t len;
+	char *err = NULL;
+
+	/* mlx5_2 (ACTIVE) cannot be used: it counts for nothing but units and the list. */
+	make_unusable(&h->devices[2], RDP_UNUSABLE_UVERBS_NODE, "/dev/infiniband/uverbs2 missing");
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(s.units, 4);
+	EXPECT_EQ(s.n_devices, 2);
+	EXPECT_EQ(s.n_usable, 1);
+	EXPECT_EQ(s.n_active, 1);
+	EXPECT_TRUE(s.healthy);
+	EXPECT_EQ(s.n_unusable, 1);
+	if (s.n_unusable == 1) {
+		EXPECT_STREQ(s.unusable[0].device, "mlx5_2");
+		EXPECT_STREQ(s.unusable[0].reason, "/dev/infiniband/uverbs2 missing");
+	}
+	EXPECT_EQ(s.n_specs, 4); /* issm0 rdma_cm umad0 uverbs0: nothing of mlx5_2 */
+	for (size_t i = 0; i < s.n_specs; i++) {
+		EXPECT_TRUE(strstr(s.specs[i], "2") == NULL);
+		EXPECT_STREQ(s.spec_owners[i],
+			     strcmp(s.specs[i], IB "rdma_cm") == 0 ? "rdma_cm" : "mlx5_0");
+	}
+
+	/* A pool whose only device is unusable: registered, all units Unhealthy, no specs. */
+	p = pool_of(i2, 1);
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(s.units, 4);
+	EXPECT_TRUE(!s.healthy);
+	EXPECT_EQ(s.n_usable, 0);
+	EXPECT_EQ(s.n_active, 0);
+	EXPECT_EQ(s.n_specs, 0); /* not even rdma_cm */
+	EXPECT_EQ(rdp_dp_snapshot_pack(&s, &buf, &len), 0);
+	m = v1beta1__list_and_watch_response__unpack(NULL, len, buf);
+	EXPECT_TRUE(m && m->n_devices == 4);
+	for (size_t i = 0; m && i < m->n_devices; i++)
+		EXPECT_STREQ(m->devices[i]->health, "Unhealthy");
+	if (m)
+		v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+	rdp_free(buf);
+	/* Allocate on it: FAILED_PRECONDITION's errno, naming the device and the problem. */
+	EXPECT_EQ(allocate(&s, 1, (const char *const *const[]){ok1}, &am, &err), -ENODEV);
+	EXPECT_TRUE(am == NULL);
+	EXPECT_CONTAINS(err, "mlx5_2: /dev/infiniband/uverbs2 missing");
+	rdp_free(err);
+	err = NULL;
+
+	/* The diff the daemon logs from. */
+	p = pool_of(i02, 2);
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &t), 0);
+	EXPECT_TRUE(rdp_dp_state_same_unusable(&s, &t));
+	make_unusable(&h->devices[0], RDP_UNUSABLE_NO_RDMA_CM, "/dev/infiniband/rdma_cm missing");
+	make_unusable(&h->devices[2], RDP_USABLE, "");
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_TRUE(!rdp_dp_state_same_unusable(&s, &t));
+	{
+		struct diff_ev ev = {.log = ""};
+		rdp_dp_unusable_cb cb = diff_log;
+
+		rdp_dp_unusable_diff(&t, &s, cb, &ev);
+		EXPECT_STREQ(ev.log, "cleared mlx5_2 (/dev/infiniband/uverbs2 missing);"
+				     "appeared mlx5_0 (/dev/infiniband/rdma_cm missing);");
+		ev.log[0] = '\0';
+		rdp_dp_unusable_diff(&s, &s, cb, &ev);
+		EXPECT_STREQ(ev.log, "");
+		make_unusable(&h->devices[0], RDP_UNUSABLE_UVERBS_NODE, "other");
+		EXPECT_EQ(rdp_dp_state_build(h, &p, &t), 0);
+		rdp_dp_unusable_diff(&s, &t, cb, &ev);
+		EXPECT_STREQ(ev.log, "changed mlx5_0 (other);");
+	}
+
+	/* The service reports a change of the list alone. */
+	{
+		struct rdp_dp_service *svc = NULL;
+
+		EXPECT_EQ(rdp_dp_service_new(NULL, NULL, &svc), 0);
+		p = pool_of(i0, 1);
+		make_unusable(&h->devices[0], RDP_USABLE, "");
+		EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+		EXPECT_TRUE(rdp_dp_service_set_state(svc, &s) > 0);
+		/* mlx5_0 stays unhealthy-or-not the same, but becomes unusable: all changes. */
+		make_unusable(&h->devices[0], RDP_UNUSABLE_UVERBS_NODE, "x");
+		EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+		EXPECT_EQ(rdp_dp_service_set_state(svc, &s), RDP_DP_CHANGED_SNAPSHOT |
+								     RDP_DP_CHANGED_SPECS |
+								     RDP_DP_CHANGED_UNUSABLE);
+		make_unusable(&h->devices[0], RDP_UNUSABLE_UVERBS_NODE, "y");
+		EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+		EXPECT_EQ(rdp_dp_service_set_state(svc, &s), RDP_DP_CHANGED_UNUSABLE);
+		rdp_dp_service_free(svc);
+	}
+	rdp_dp_state_done(&s);
+	rdp_dp_state_done(&t);
+	rdp_host_free(h);
+}
+
+/* ACTIVE_DEFER (5) is active: it counts toward health. */
+static void test_active_defer(void)
+{
+	struct rdp_host *h = make_host();
+	size_t i1[] = {1};
+	struct rdp_pool p = pool_of(i1, 1);
+	struct rdp_dp_state s = {.numa_node = -1};
+
+	EXPECT_TRUE(rdp_port_state_is_active(RDP_PORT_ACTIVE));
+	EXPECT_TRUE(rdp_port_state_is_active(RDP_PORT_ACTIVE_DEFER));
+	EXPECT_TRUE(!rdp_port_state_is_active(RDP_PORT_ARMED));
+	EXPECT_TRUE(!rdp_port_state_is_active(RDP_PORT_INIT));
+	EXPECT_TRUE(!rdp_port_state_is_active(RDP_PORT_STATE_UNKNOWN));
+	EXPECT_TRUE(!rdp_device_is_active(&h->devices[1])); /* DOWN */
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_TRUE(!s.healthy);
+	h->devices[1].ports[0].state = RDP_PORT_ACTIVE_DEFER;
+	EXPECT_TRUE(rdp_device_is_active(&h->devices[1]));
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_TRUE(s.healthy);
+	EXPECT_EQ(s.n_active, 1);
+	rdp_dp_state_done(&s);
+	rdp_host_free(h);
+}
+
+/* ---- Allocate checks its nodes: real files, a real gRPC server and client ---- */
+
+struct vctx {
+	struct rdp_event *e;
+	struct rdp_dp_service *svc;
+	char sock[256];
+	char dev[256];
+	int n_refresh;
+	char refresh_reason[512];
+	/* what the refresh callback does: nothing (the test answers later), or at once */
+	enum { REFRESH_LATER, REFRESH_NOW } mode;
+	int n_cancelled;
+	int n_waited;
+};
+
+struct vresult {
+	int n;
+	enum rdp_grpc_code code;
+	char message[1024];
+	size_t n_specs;
+};
+
+static void v_on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+	struct vctx *v = ud;
+
+	rdp_dp_service_dispatch(v->svc, call, req, len);
+}
+
+static const struct rdp_grpc_method v_methods[] = {
+	{ .path = "/v1beta1.DevicePlugin/Allocate", .handler = v_on_call },
+};
+
+static void v_on_info(const struct rdp_dp_call_info *info, void *ud)
+{
+	struct vctx *v = ud;
+
+	if (info->code == RDP_GRPC_CANCELLED && info->waited)
+		v->n_cancelled++;
+	if (info->waited)
+		v->n_waited++;
+}
+
+static void v_on_refresh(const char *reason, void *ud)
+{
+	struct vctx *v = ud;
+
+	v->n_refresh++;
+	snprintf(v->refresh_reason, sizeof(v->refresh_reason), "%s", reason);
+	if (v->mode == REFRESH_NOW)
+		rdp_dp_service_refreshed(v->svc);
+}
+
+static void v_on_reply(enum rdp_grpc_code code, const char *message, const uint8_t *resp,
+		       size_t len, void *ud)
+{
+	struct vresult *r = ud;
+
+	r->n++;
+	r->code = code;
+	snprintf(r->message, sizeof(r->message), "%s", message ? message : "");
+	r->n_specs = 0;
+	if (code == RDP_GRPC_OK) {
+		V1beta1__AllocateResponse *m = v1beta1__allocate_response__unpack(NULL, len, resp);
+
+		if (m && m->n_container_responses == 1)
+			r->n_specs = m->container_responses[0]->n_devices;
+		if (m)
+			v1beta1__allocate_response__free_unpacked(m, NULL);
+	}
+}
+
+static void v_spin(struct vctx *v, int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		(void)rdp_event_run_once(v->e, 2);
+}
+
+/* Starts an Allocate for unit "0"; returns the client call (r gets the answer). */
+static struct rdp_grpc_client_call *v_start(struct vctx *v, struct vresult *r)
+{
+	static const char *const ids[] = {"0", NULL};
+	struct rdp_grpc_client_call *c = NULL;
+	size_t len;
+	uint8_t *req = alloc_req(&len, 1, (const char *const *const[]){ids});
+
+	memset(r, 0, sizeof(*r));
+	EXPECT_EQ(rdp_grpc_unary_call(v->e, v->sock, "/v1beta1.DevicePlugin/Allocate", req, len,
+				      0, v_on_reply, r, &c),
+		  0);
+	rdp_free(req);
+	return c;
+}
+
+static void v_wait(struct vctx *v, struct vresult *r)
+{
+	for (int i = 0; i < 2000 && r->n == 0; i++)
+		(void)rdp_event_run_once(v->e, 5);
+}
+
+static void v_call(struct vctx *v, struct vresult *r)
+{
+	v_start(v, r);
+	v_wait(v, r);
+}
+
+static int node(const struct vctx *v, const char *name, unsigned int maj, unsigned int min)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/infiniband/%s", v->dev, name);
+	unlink(path);
+	return mknod(path, S_IFCHR | 0600, makedev(maj, min));
+}
+
+/* mlx5_0 and mlx5_1 with uverbs/umad as a kernel numbers them, and rdma_cm 10:58. */
+static struct rdp_host *v_host(unsigned int uverbs1_minor)
+{
+	struct rdp_host *h = make_host();
+
+	for (size_t i = 0; i < 2; i++) {
+		struct rdp_device *d = &h->devices[i];
+
+		d->char_devnums = rdp_calloc(d->n_char_devices, sizeof(dev_t));
+		d->char_devnums[0] = makedev(231, i == 1 ? uverbs1_minor : 192 + i); /* uverbsN */
+		d->char_devnums[1] = makedev(231, i);                                 /* umadN */
+		d->char_devnums[2] = makedev(231, 64 + i);                            /* issmN */
+	}
+	h->rdma_cm_devnum = makedev(10, 58);
+	return h;
+}
+
+static void v_set_state(struct vctx *v, unsigned int uverbs1_minor)
+{
+	struct rdp_host *h = v_host(uverbs1_minor);
+	size_t i01[] = {0, 1};
+	struct rdp_pool p = pool_of(i01, 2);
+	struct rdp_dp_state s = {.numa_node = -1};
+
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_TRUE(rdp_dp_service_set_state(v->svc, &s) >= 0);
+	rdp_dp_state_done(&s);
+	rdp_host_free(h);
+}
+
+static void test_verify(void)
+{
+	char tmpl[] = "/tmp/rdp-dp-verify-XXXXXX", path[512];
+	struct vctx v = {.mode = REFRESH_LATER};
+	struct rdp_grpc_server *srv = NULL;
+	struct vresult r, many[RDP_DP_MAX_PARKED + 1];
+	struct rdp_grpc_client_call *c;
+	int k = 0;
+
+	if (!mkdtemp(tmpl)) {
+		EXPECT_TRUE(false);
+		return;
+	}
+	snprintf(v.dev, sizeof(v.dev), "%s/dev", tmpl);
+	snprintf(v.sock, sizeof(v.sock), "%s/dp.sock", tmpl);
+	snprintf(path, sizeof(path), "%s/infiniband", v.dev);
+	EXPECT_EQ(mkdir(v.dev, 0755), 0);
+	EXPECT_EQ(mkdir(path, 0755), 0);
+	for (unsigned int i = 0; i < 2 && k == 0; i++) {
+		char n[32];
+
+		snprintf(n, sizeof(n), "uverbs%u", i);
+		k |= node(&v, n, 231, 192 + i);
+		snprintf(n, sizeof(n), "umad%u", i);
+		k |= node(&v, n, 231, i);
+		snprintf(n, sizeof(n), "issm%u", i);
+		k |= node(&v, n, 231, 64 + i);
+	}
+	if (k == 0)
+		k = node(&v, "rdma_cm", 10, 58);
+	if (k != 0) {
+		fprintf(stderr, "test-dp-service: SKIP node checks: mknod refused (%s)\n",
+			strerror(errno));
+		goto out;
+	}
+
+	EXPECT_EQ(rdp_event_new(&v.e), 0);
+	EXPECT_EQ(rdp_dp_service_new(v_on_info, &v, &v.svc), 0);
+	EXPECT_EQ(rdp_grpc_server_new(v.e, v.sock, v_methods, ARRAY_SIZE(v_methods), NULL, &v,
+				      &srv),
+		  0);
+	EXPECT_EQ(rdp_dp_service_set_dev_root(v.svc, "/nonexistent-rdp-dev"), -ENOENT);
+	EXPECT_EQ(rdp_dp_service_set_dev_root(v.svc, v.dev), 0);
+	v_set_state(&v, 193);
+
+	/* Everything as sysfs names it: answered. */
+	v_call(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_OK);
+	EXPECT_EQ(r.n_specs, 7);
+
+	/* No refresh callback: a node with another number fails the call at once. */
+	EXPECT_EQ(node(&v, "uverbs1", 231, 200), 0);
+	v_call(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_FAILED_PRECONDITION);
+	EXPECT_CONTAINS(r.message, "mlx5_1: /dev/infiniband/uverbs1 is 231:200, sysfs uverbs1 "
+				   "says 231:193");
+	/* ... a missing node too, each problem named. */
+	snprintf(path, sizeof(path), "%s/infiniband/umad0", v.dev);
+	EXPECT_EQ(unlink(path), 0);
+	v_call(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_FAILED_PRECONDITION);
+	EXPECT_CONTAINS(r.message, "mlx5_0: /dev/infiniband/umad0 missing");
+	EXPECT_CONTAINS(r.message, "mlx5_1: /dev/infiniband/uverbs1 is 231:200");
+	EXPECT_EQ(node(&v, "umad0", 231, 0), 0);
+	/* ... and a regular file that is no stand-in (not empty). */
+	snprintf(path, sizeof(path), "%s/infiniband/rdma_cm", v.dev);
+	EXPECT_EQ(unlink(path), 0);
+	{
+		int fd = open(path, O_WRONLY | O_CREAT, 0600);
+
+		EXPECT_TRUE(fd >= 0 && write(fd, "x", 1) == 1);
+		if (fd >= 0)
+			close(fd);
+	}
+	v_call(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_FAILED_PRECONDITION);
+	EXPECT_CONTAINS(r.message, "rdma_cm: /dev/infiniband/rdma_cm is not a character device");
+	/* An empty regular file is a stand-in (fixtures without mknod): accepted. */
+	EXPECT_EQ(truncate(path, 0), 0);
+	EXPECT_EQ(node(&v, "uverbs1", 231, 193), 0);
+	v_call(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_OK);
+	EXPECT_EQ(node(&v, "rdma_cm", 10, 58), 0);
+
+	/* With a refresh callback: the call waits; the rescan finds the new number. */
+	rdp_dp_service_set_refresh(v.svc, v_on_refresh, &v);
+	EXPECT_EQ(node(&v, "uverbs1", 231, 200), 0);
+	v_start(&v, &r);
+	v_spin(&v, 50);
+	EXPECT_EQ(r.n, 0);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 1);
+	EXPECT_EQ(v.n_refresh, 1);
+	EXPECT_CONTAINS(v.refresh_reason, "mlx5_1: /dev/infiniband/uverbs1 is 231:200");
+	v_set_state(&v, 200); /* what a rescan reads from sysfs now */
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 0);
+	v_wait(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_OK);
+	EXPECT_EQ(r.n_specs, 7);
+	EXPECT_EQ(v.n_waited, 1);
+
+	/* The rescan found nothing new: checked again, still wrong, FAILED_PRECONDITION. */
+	EXPECT_EQ(node(&v, "uverbs1", 231, 201), 0);
+	v_start(&v, &r);
+	v_spin(&v, 50);
+	EXPECT_EQ(v.n_refresh, 2);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 1);
+	rdp_dp_service_refreshed(v.svc);
+	v_wait(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_FAILED_PRECONDITION);
+	EXPECT_CONTAINS(r.message, "mlx5_1: /dev/infiniband/uverbs1 is 231:201, sysfs uverbs1 "
+				   "says 231:200");
+
+	/* ... or the node came back meanwhile: answered. */
+	v_start(&v, &r);
+	v_spin(&v, 50);
+	EXPECT_EQ(v.n_refresh, 3);
+	EXPECT_EQ(node(&v, "uverbs1", 231, 200), 0);
+	rdp_dp_service_refreshed(v.svc);
+	v_wait(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_OK);
+
+	/* A callback that rescans at once (synchronously) answers the call from inside. */
+	v.mode = REFRESH_NOW;
+	EXPECT_EQ(node(&v, "uverbs1", 231, 202), 0);
+	v_call(&v, &r);
+	EXPECT_EQ(v.n_refresh, 4);
+	EXPECT_EQ(r.code, RDP_GRPC_FAILED_PRECONDITION);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 0);
+	v.mode = REFRESH_LATER;
+
+	/* Bounded: RDP_DP_MAX_PARKED calls wait, the next is UNAVAILABLE; one refresh asked. */
+	for (size_t i = 0; i < ARRAY_SIZE(many); i++)
+		v_start(&v, &many[i]);
+	v_spin(&v, 200);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), RDP_DP_MAX_PARKED);
+	EXPECT_EQ(v.n_refresh, 5);
+	{
+		size_t n_unavail = 0;
+
+		for (size_t i = 0; i < ARRAY_SIZE(many); i++)
+			if (many[i].n == 1 && many[i].code == RDP_GRPC_UNAVAILABLE)
+				n_unavail++;
+		EXPECT_EQ(n_unavail, 1);
+	}
+	EXPECT_EQ(node(&v, "uverbs1", 231, 200), 0);
+	rdp_dp_service_refreshed(v.svc);
+	v_spin(&v, 200);
+	{
+		size_t n_ok = 0;
+
+		for (size_t i = 0; i < ARRAY_SIZE(many); i++)
+			if (many[i].n == 1 && many[i].code == RDP_GRPC_OK)
+				n_ok++;
+		EXPECT_EQ(n_ok, RDP_DP_MAX_PARKED);
+	}
+
+	/* A waiting call whose client goes away is dropped; the refresh answers no one. */
+	EXPECT_EQ(node(&v, "uverbs1", 231, 203), 0);
+	v.n_cancelled = 0;
+	c = v_start(&v, &r);
+	v_spin(&v, 50);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 1);
+	rdp_grpc_client_call_cancel(c);
+	v_spin(&v, 50);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 0);
+	EXPECT_EQ(v.n_cancelled, 1);
+	EXPECT_EQ(r.n, 0);
+	rdp_dp_service_refreshed(v.svc);
+
+	/* Waiting calls end UNAVAILABLE when the service goes. */
+	v_start(&v, &r);
+	v_spin(&v, 50);
+	EXPECT_EQ(rdp_dp_service_parked(v.svc), 1);
+	v.svc = rdp_dp_service_free(v.svc);
+	v_wait(&v, &r);
+	EXPECT_EQ(r.code, RDP_GRPC_UNAVAILABLE);
+
+	rdp_grpc_server_free(srv);
+	v_spin(&v, 20);
+	rdp_event_free(v.e);
+out:
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+		EXPECT_EQ(system(cmd), 0);
+	}
+}
+
 /* The messages registration.c sends: RegisterRequest and the plugin watcher's PluginInfo. */
 static void test_registration_messages(void)
 {
@@ -549,6 +1045,9 @@ int main(void)
 	test_service(h);
 	test_failmalloc(h);
 	test_registration_messages();
+	test_usable_state();
+	test_active_defer();
+	test_verify();
 	rdp_host_free(h);
 	return test_summary("test-dp-service");
 }

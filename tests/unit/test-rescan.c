@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -148,6 +149,31 @@ static const struct rdp_device *find_vf(const struct rdp_host *h)
 	return NULL;
 }
 
+/*
+ * A char device node re-created with another number than sysfs names (a stale /dev, a name
+ * the kernel gave to another device), then put back. Only where the nodes are real.
+ */
+static void renumber(struct rdp_scanner *s, struct rdp_host **prev, const char *path,
+		     const char *what)
+{
+	char msg[128];
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISCHR(st.st_mode))
+		return;
+	EXPECT_TRUE(unlink(path) == 0);
+	if (mknod(path, S_IFCHR | 0600, makedev(major(st.st_rdev), minor(st.st_rdev) + 100)) < 0) {
+		EXPECT_TRUE(mknod(path, st.st_mode, st.st_rdev) == 0);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%s with another number", what);
+	step(s, prev, msg);
+	EXPECT_TRUE(unlink(path) == 0);
+	EXPECT_TRUE(mknod(path, st.st_mode, st.st_rdev) == 0);
+	snprintf(msg, sizeof(msg), "%s with its number back", what);
+	step(s, prev, msg);
+}
+
 /* By-hand changes on one device d (name copied: the model moves on under us). */
 static void hand_changes(struct rdp_scanner *s, struct rdp_host **prev, const char *name)
 {
@@ -279,6 +305,7 @@ static void hand_changes(struct rdp_scanner *s, struct rdp_host **prev, const ch
 		step(s, prev, "char device node removed");
 		EXPECT_TRUE(rename(to, from) == 0);
 		step(s, prev, "char device node back");
+		renumber(s, prev, from, "char device node");
 	}
 }
 
@@ -321,6 +348,7 @@ static void host_changes(struct rdp_scanner *s, struct rdp_host **prev)
 		EXPECT_TRUE(rename(to, from) == 0);
 		step(s, prev, "rdma_cm back");
 	}
+	renumber(s, prev, from, "rdma_cm");
 }
 
 static void test_node(const char *fixtures, const char *node)

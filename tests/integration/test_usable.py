@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+"""A device is usable only when a pod could use it: rdma-dp serve against the fake kubelet on
+nodes whose /dev does not match sysfs. A pool of unusable devices stays registered with its
+units Unhealthy and Allocate fails with FAILED_PRECONDITION naming the device and the problem;
+Allocate never hands out a node whose number is not the one sysfs names."""
+import json
+import os
+import pathlib
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+import grpc
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kubelet as K  # noqa: E402
+
+
+class Env:
+    """A short temp kubelet root, the fake kubelet, daemons; all torn down at the end."""
+
+    def __init__(self, binary, fixtures):
+        self.binary = binary
+        self.fixtures = fixtures
+        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdpu"))
+        self.root = self.dir / "k"
+        self.root.mkdir()
+        self.kubelet = K.FakeKubelet(self.root).start()
+        self.daemons = []
+
+    def config(self, resources):
+        p = self.dir / "config.json"
+        p.write_text(json.dumps({"periodicUpdateInterval": 300, "configList": resources}))
+        return p
+
+    def copy(self, node):
+        dst = self.dir / node
+        subprocess.run(["cp", "-a", str(self.fixtures / node), str(dst)], check=True)
+        return dst
+
+    def daemon(self, config, node_dir):
+        d = K.Daemon(self.binary, config=config, sysfs=node_dir / "sys", dev=node_dir / "dev",
+                     kubelet_root=self.root, verbose=True)
+        self.daemons.append(d)
+        return d
+
+    def close(self):
+        for d in self.daemons:
+            if d.proc.poll() is None:
+                try:
+                    d.stop(60)
+                except Exception:  # noqa: BLE001
+                    d.kill()
+        self.kubelet.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def env(rdma_dp, fixtures_dir):
+    e = Env(rdma_dp, fixtures_dir)
+    yield e
+    e.close()
+
+
+def test_pool_of_an_unusable_device(env, fixtures_dir):
+    """broken: mlx5_5 (ibp97s0) has no /dev/infiniband/uverbs5, and the node no rdma_cm."""
+    cfg = env.config([{"resourceName": "only5", "rdmaHcaMax": 10,
+                       "selectors": {"ifNames": ["ibp97s0"]}}])
+    env.daemon(cfg, fixtures_dir / "broken")
+    reg = env.kubelet.wait_registered("rdma/only5", units=10, healthy=0)
+    snap = reg.client.latest()
+    assert [d.health for d in snap.devices] == ["Unhealthy"] * 10
+    with pytest.raises(grpc.RpcError) as ei:
+        reg.client.allocate(["0"])
+    assert ei.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    msg = ei.value.details()
+    assert "mlx5_5" in msg and "uverbs5" in msg, msg
+    assert "/dev/infiniband/uverbs5 missing" in msg and "rdma_cm missing" in msg, msg
+
+
+def test_allocate_checks_device_numbers(env):
+    """A uverbs node replaced under a running daemon by one with another number (what a
+    stale /dev or a reused name looks like) is never handed out."""
+    node = env.copy("seed000")
+    uverbs = node / "dev" / "infiniband" / "uverbs0"
+    if not uverbs.is_char_device():
+        pytest.skip("fixture nodes are regular files here (mknod refused)")
+    want = (node / "sys" / "class" / "infiniband_verbs" / "uverbs0" / "dev").read_text().strip()
+    cfg = env.config([{"resourceName": "a", "rdmaHcaMax": 4,
+                       "selectors": {"vendors": ["15b3"], "deviceIDs": ["101d"]}}])
+    env.daemon(cfg, node)
+    reg = env.kubelet.wait_registered("rdma/a", units=4, healthy=4)
+    paths = [d.host_path for d in reg.client.allocate(["0"]).container_responses[0].devices]
+    assert "/dev/infiniband/uverbs0" in paths and "/dev/infiniband/rdma_cm" in paths
+    st = os.stat(uverbs)
+    uverbs.unlink()
+    os.mknod(uverbs, 0o600 | stat.S_IFCHR, os.makedev(os.major(st.st_rdev), 250))
+    with pytest.raises(grpc.RpcError) as ei:
+        reg.client.allocate(["1"])
+    assert ei.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    msg = ei.value.details()
+    assert ("mlx5_0: /dev/infiniband/uverbs0 is %d:250, sysfs uverbs0 says %s"
+            % (os.major(st.st_rdev), want)) in msg, msg
+    # put back: answered again
+    uverbs.unlink()
+    os.mknod(uverbs, 0o600 | stat.S_IFCHR, st.st_rdev)
+    paths = [d.host_path for d in reg.client.allocate(["2"]).container_responses[0].devices]
+    assert "/dev/infiniband/uverbs0" in paths
