@@ -211,9 +211,9 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 		rdp_resources_refreshed(d->res);
 }
 
-static void request_scan(struct daemon *d, enum rdp_scan_mode mode, const char *why)
+static int request_scan(struct daemon *d, enum rdp_scan_mode mode, const char *why)
 {
-	rdp_scan_worker_request(d->worker, mode, why);
+	return rdp_scan_worker_request(d->worker, mode, why);
 }
 
 static void arm_rescan(struct daemon *d)
@@ -247,8 +247,7 @@ static void hook_refresh(void *userdata)
 	struct daemon *d = userdata;
 
 	/* A running scan may have read the host before the change: the one after it counts. */
-	d->refresh_scans = rdp_scan_worker_busy(d->worker) ? 2 : 1;
-	request_scan(d, RDP_SCAN_AUTO, "allocate-check");
+	d->refresh_scans = (unsigned int)request_scan(d, RDP_SCAN_AUTO, "allocate-check");
 }
 
 static void hook_changed(void *userdata)

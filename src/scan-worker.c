@@ -179,6 +179,8 @@ struct rdp_scan_worker *rdp_scan_worker_free(struct rdp_scan_worker *w)
 
 int rdp_scan_worker_request(struct rdp_scan_worker *w, enum rdp_scan_mode mode, const char *why)
 {
+	int n = 1;
+
 	pthread_mutex_lock(&w->lock);
 	switch (w->state) {
 	case JOB_IDLE:
@@ -195,6 +197,7 @@ int rdp_scan_worker_request(struct rdp_scan_worker *w, enum rdp_scan_mode mode, 
 	case JOB_RUNNING:
 	case JOB_DONE:
 		/* The running scan may have read the host before this change: one more. */
+		n = 2;
 		if (!w->pending) {
 			set_job(&w->next, mode, why);
 			w->pending = true;
@@ -206,7 +209,7 @@ int rdp_scan_worker_request(struct rdp_scan_worker *w, enum rdp_scan_mode mode, 
 		break;
 	}
 	pthread_mutex_unlock(&w->lock);
-	return 0;
+	return n;
 }
 
 bool rdp_scan_worker_busy(const struct rdp_scan_worker *w)

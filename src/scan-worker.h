@@ -41,7 +41,10 @@ int rdp_scan_worker_new(struct rdp_event *e, struct rdp_scanner *scanner, rdp_sc
 /* Waits for a running scan to end (its callback is not called), joins, frees. Accepts NULL. */
 struct rdp_scan_worker *rdp_scan_worker_free(struct rdp_scan_worker *w);
 
-/* Asks for a scan (why is copied, truncated). Returns 0. */
+/*
+ * Asks for a scan (why is copied, truncated). Returns how many done callbacks will come
+ * before the one of a scan that began after this request: 1, or 2 while a scan runs.
+ */
 int rdp_scan_worker_request(struct rdp_scan_worker *w, enum rdp_scan_mode mode, const char *why);
 /* True from a request until the callback of the last scan it led to has returned. */
 bool rdp_scan_worker_busy(const struct rdp_scan_worker *w);

@@ -71,7 +71,7 @@ int main(void)
 	EXPECT_EQ(rdp_scanner_host(sc)->n_devices, 12);
 
 	/* One request, one callback, nothing changed. */
-	EXPECT_EQ(rdp_scan_worker_request(s.w, RDP_SCAN_AUTO, "periodic"), 0);
+	EXPECT_EQ(rdp_scan_worker_request(s.w, RDP_SCAN_AUTO, "periodic"), 1);
 	EXPECT_TRUE(rdp_scan_worker_busy(s.w));
 	EXPECT_EQ(rdp_scan_worker_scan_now(s.w, RDP_SCAN_AUTO), -EBUSY);
 	run_until_idle(e, s.w);
