@@ -25,6 +25,7 @@
 #include "macro.h"
 #include "pool.h"
 #include "registration.h"
+#include "status.h"
 
 #define KUBELET_SOCK "kubelet.sock"
 #define SERVER_RETRY_MIN_USEC (100 * 1000ULL)
@@ -96,6 +97,11 @@ struct daemon {
 	int netns_logged; /* -1: not yet; else the rdp_netns_mode last logged */
 	struct rdp_scanner *scanner; /* roots kept open; the host model between rescans */
 	bool pools_stale; /* new config or failed update: rebuild on an unchanged host too */
+	/* status.h: what we serve, for `rdma-dp health` (written from publish_src) */
+	char *state_dir; /* <sock_dir>/.rdma-dp */
+	struct rdp_event_source *publish_src;
+	uint64_t status_gen;
+	int status_error; /* the last write error logged, 0 when the last write worked */
 };
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m)
@@ -327,6 +333,45 @@ static const struct rdp_grpc_method all_methods[] = {
 };
 #define N_DEVICE_PLUGIN_METHODS 5
 
+/* The status file the liveness probe reads (status.h). */
+
+static void publish_status(struct daemon *d)
+{
+	struct rdp_status_resource *v = rdp_calloc(d->n_res + 1, sizeof(*v));
+	struct rdp_status st = {.pid = getpid(), .generation = ++d->status_gen,
+				.mode = (char *)rdp_registration_mode_name(d->mode),
+				.resources = v, .n_resources = d->n_res};
+	int k = v ? 0 : -ENOMEM;
+
+	for (size_t i = 0; v && i < d->n_res; i++) {
+		v[i].name = d->res[i]->full_name;
+		v[i].socket = d->res[i]->sock_path;
+		v[i].serving = d->res[i]->server != NULL;
+	}
+	if (k == 0)
+		k = rdp_status_write(d->state_dir, &st);
+	rdp_free(v);
+	if (k < 0 && k != d->status_error)
+		rdp_log(RDP_LOG_WARNING, "status-write-failed", "dir=%s error=%s msg=%s",
+			rdp_log_q(d->state_dir), errstr(k),
+			rdp_log_q("rdma-dp health (the liveness probe) cannot see this daemon"));
+	else if (k == 0 && d->status_error)
+		rdp_log(RDP_LOG_INFO, "status-written", "dir=%s", rdp_log_q(d->state_dir));
+	d->status_error = k;
+}
+
+static int on_publish(struct rdp_event_source *s, void *userdata)
+{
+	publish_status(userdata);
+	return 0;
+}
+
+static void schedule_publish(struct daemon *d)
+{
+	if (d->publish_src)
+		rdp_event_source_defer(d->publish_src);
+}
+
 /* Resources. */
 
 static int resource_start(struct resource *r);
@@ -375,6 +420,7 @@ static int resource_start(struct resource *r)
 		} else {
 			rdp_event_source_set_timer(r->retry, delay);
 		}
+		schedule_publish(d);
 		return k;
 	}
 	r->retry_usec = 0;
@@ -383,6 +429,7 @@ static int resource_start(struct resource *r)
 		rdp_event_source_set_timer(r->retry, 0);
 	rdp_log(RDP_LOG_INFO, "listening", "resource=%s socket=%s", r->full_name,
 		rdp_log_q(r->sock_path));
+	schedule_publish(d);
 	if (r->reg) {
 		k = rdp_registration_start(r->reg);
 		if (k < 0)
@@ -960,6 +1007,7 @@ static void reload(struct daemon *d)
 	start_ready(d);
 	if (old_interval != c->periodic_update_interval)
 		arm_rescan(d);
+	schedule_publish(d);
 }
 
 static int on_signal(struct rdp_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -999,6 +1047,13 @@ static void daemon_done(struct daemon *d)
 		resource_free(r);
 	}
 	rdp_event_source_free(d->reap_src);
+	rdp_event_source_free(d->publish_src);
+	if (d->state_dir && d->status_gen > 0) {
+		/* stopped: nothing served any more; the directory too when nothing else is in it */
+		(void)rdp_status_remove(d->state_dir);
+		(void)rmdir(d->state_dir);
+	}
+	rdp_free(d->state_dir);
 	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
 		rdp_event_source_free(d->sig_src[i]);
 	rdp_event_source_free(d->inotify_src);
@@ -1058,6 +1113,9 @@ static int daemon_setup(struct daemon *d)
 		d->methods = all_methods;
 		d->n_methods = ARRAY_SIZE(all_methods);
 	}
+	k = rdp_state_dir(d->sock_dir, &d->state_dir);
+	if (k < 0)
+		return k;
 	rdp_log(RDP_LOG_INFO, "starting",
 		"version=%s config=%s sysfs=%s dev=%s kubelet_root=%s registration=%s "
 		"resources=%zu "
@@ -1120,6 +1178,10 @@ static int daemon_setup(struct daemon *d)
 	}
 	for (size_t i = 0; i < d->n_res; i++)
 		resource_start(d->res[i]);
+	publish_status(d);
+	k = rdp_event_add_defer(d->event, on_publish, d, &d->publish_src);
+	if (k < 0)
+		return k;
 	k = rdp_event_add_timer(d->event, 0, on_rescan_timer, d, &d->rescan_src);
 	if (k < 0)
 		return k;
