@@ -171,14 +171,14 @@ def _run_like_daemonset(pm, fixtures_dir, kroot, cfgdir, node="seed000", with_de
     sources = {
         "device-plugins": kroot / "device-plugins",
         "plugins-registry": kroot / "plugins_registry",
-        "dev-infiniband": fixtures_dir / node / "dev" / "infiniband",
+        "host-dev": fixtures_dir / node / "dev",
         "config": cfgdir,
     }
     vols = {v["name"]: v for v in spec["volumes"]}
     assert set(vols) == set(sources), "a volume was added to the DaemonSet: mount it here too"
     mounts = []
     for m in c["volumeMounts"]:
-        if m["name"] == "dev-infiniband" and not with_dev:
+        if m["name"] == "host-dev" and not with_dev:
             continue
         mounts += ["-v", "%s:%s:%s" % (sources[m["name"]], m["mountPath"],
                                        "ro" if m.get("readOnly") else "rw")]
