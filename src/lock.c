@@ -87,14 +87,19 @@ int rdp_lock_try(struct rdp_lock *l, pid_t *holder)
 		*holder = 0;
 	if (l->state == RDP_LOCK_HELD)
 		return 0;
-	if (mkdir(l->dir, 0750) < 0 && errno != EEXIST)
-		return -errno;
-	/* Locked the file the path names, and not one unlinked meanwhile: a few rounds at most. */
+	/*
+	 * Locked the file the path names, and not one unlinked meanwhile (a holder that exits
+	 * removes its file and the directory): a few rounds at most.
+	 */
 	for (int round = 0; round < 8; round++) {
-		_cleanup_close_ int fd =
-			open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+		_cleanup_close_ int fd = -1;
 		int k;
 
+		if (mkdir(l->dir, 0750) < 0 && errno != EEXIST)
+			return -errno;
+		fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+		if (fd < 0 && errno == ENOENT)
+			continue; /* the directory went between mkdir and open */
 		if (fd < 0)
 			return -errno;
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -135,8 +140,11 @@ const char *rdp_lock_path(const struct rdp_lock *l)
 	return l->path;
 }
 
-void rdp_lock_release(struct rdp_lock *l)
+void rdp_lock_release(struct rdp_lock *l, bool remove)
 {
+	/* Unlink before unlocking: a waiter that locks the old inode then sees it unlinked. */
+	if (remove && l->state == RDP_LOCK_HELD && same_file(l->path, l->fd) == 1)
+		(void)unlink(l->path);
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
@@ -147,7 +155,7 @@ struct rdp_lock *rdp_lock_free(struct rdp_lock *l)
 {
 	if (!l)
 		return NULL;
-	rdp_lock_release(l);
+	rdp_lock_release(l, false);
 	rdp_free(l->dir);
 	rdp_free(l->path);
 	rdp_free(l);

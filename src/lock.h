@@ -11,9 +11,11 @@
  *
  * The holder writes its pid into the file after locking ("<pid>\n"), so a waiter can say whom
  * it waits for (a pid in the holder's pid namespace: another pod's pid means nothing here).
- * The file is never unlinked (unlinking a lock file races with a waiter that opened it); a
- * lock file unlinked or replaced by someone else is noticed (rdp_lock_check()): the path no
- * longer names the locked inode, and a waiter could lock the new file.
+ * After taking the flock, rdp_lock_try() checks that the path still names the inode it locked
+ * (else it starts over): so a holder that stops may remove its file (rdp_lock_release(l,
+ * true), unlink before unlock) without a waiter ending up holding an unlinked file. A lock
+ * file unlinked or replaced by someone else while held is noticed (rdp_lock_check()): the
+ * path no longer names the locked inode, and a waiter could lock the new file.
  *
  * States: UNLOCKED -> (rdp_lock_try succeeds) -> HELD -> (rdp_lock_release or free) ->
  * UNLOCKED. Library code: returns negative errno, never logs.
@@ -55,7 +57,10 @@ int rdp_lock_check(struct rdp_lock *l);
 enum rdp_lock_state rdp_lock_state(const struct rdp_lock *l);
 const char *rdp_lock_path(const struct rdp_lock *l);
 
-/* Releases the lock (closes the file; never unlinks it). */
-void rdp_lock_release(struct rdp_lock *l);
+/*
+ * Releases the lock (closes the file). remove: unlink the file first, when it is still ours (a
+ * daemon that stops cleanly leaves nothing behind; the caller may rmdir the directory).
+ */
+void rdp_lock_release(struct rdp_lock *l, bool remove);
 
 struct rdp_lock *rdp_lock_free(struct rdp_lock *l);

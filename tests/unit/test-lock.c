@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* One daemon per node: the lock file, between two processes (fork). */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,8 +118,8 @@ static void test_two_processes(char how)
 			fclose(f);
 		EXPECT_EQ(atol(buf), getpid());
 	}
-	/* released: the file stays (never unlinked), another one can take it */
-	rdp_lock_release(l);
+	/* released: the file stays, another one can take it */
+	rdp_lock_release(l, false);
 	EXPECT_EQ(rdp_lock_state(l), RDP_LOCK_UNLOCKED);
 	{
 		struct stat st;
@@ -148,7 +150,8 @@ static void test_same_process_and_unlink(void)
 	EXPECT_EQ(rdp_lock_check(a), 0);
 	/* a new file at the path: b takes it; a must release and wait for b */
 	EXPECT_EQ(rdp_lock_try(b, NULL), 0);
-	rdp_lock_release(a);
+	rdp_lock_release(a, true); /* not its file any more: removes nothing */
+	EXPECT_EQ(access(path, F_OK), 0);
 	EXPECT_EQ(rdp_lock_try(a, &holder), -EWOULDBLOCK);
 	EXPECT_EQ(holder, getpid());
 	rdp_lock_free(b);
@@ -180,6 +183,35 @@ static void test_garbage_holder(void)
 	rdp_lock_free(b);
 }
 
+/*
+ * A holder that stops cleanly removes its file and directory; a waiter that had the old file
+ * open and locks it after the holder's close starts over on a new file.
+ */
+static void test_remove_on_release(void)
+{
+	struct rdp_lock *a = NULL, *b = NULL;
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, RDP_LOCK_FILE);
+	EXPECT_EQ(rdp_lock_new(dir, &a), 0);
+	EXPECT_EQ(rdp_lock_new(dir, &b), 0);
+	EXPECT_EQ(rdp_lock_try(a, NULL), 0);
+	fd = open(path, O_RDWR); /* the waiter's open of the old inode */
+	EXPECT_TRUE(fd >= 0);
+	rdp_lock_release(a, true);
+	EXPECT_EQ(access(path, F_OK), -1);
+	EXPECT_EQ(rmdir(dir), 0);
+	/* the old inode is free to lock, but it is not the lock any more */
+	EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+	close(fd);
+	EXPECT_EQ(rdp_lock_try(b, NULL), 0); /* re-creates the directory and the file */
+	EXPECT_EQ(rdp_lock_check(b), 1);
+	EXPECT_EQ(rdp_lock_try(a, NULL), -EWOULDBLOCK);
+	rdp_lock_free(a);
+	rdp_lock_free(b);
+}
+
 int main(void)
 {
 	char path[300];
@@ -192,6 +224,7 @@ int main(void)
 	test_two_processes('k');
 	test_same_process_and_unlink();
 	test_garbage_holder();
+	test_remove_on_release();
 	snprintf(path, sizeof(path), "%s/%s", dir, RDP_LOCK_FILE);
 	unlink(path);
 	rmdir(dir);
