@@ -24,9 +24,12 @@
 #include "rescan.h"
 #include "resource.h"
 #include "scan-worker.h"
+#include "status.h"
+#include "lock.h"
 
 #define KUBELET_SOCK "kubelet.sock"
 #define REWATCH_USEC (1000 * 1000ULL)
+#define LOCK_RETRY_USEC (1000 * 1000ULL)
 
 /* A directory of kubelet's that the daemon watches with inotify. */
 struct dirwatch {
@@ -53,6 +56,15 @@ struct daemon {
 	bool pools_stale; /* new config or failed update: rebuild on an unchanged host too */
 	/* Scans to wait for before answering Allocate calls parked for a rescan (0: none). */
 	unsigned int refresh_scans;
+	/* status.h: what we serve, for `rdma-dp health` (written from publish_src) */
+	char *state_dir; /* <sock_dir>/.rdma-dp */
+	struct rdp_event_source *publish_src;
+	uint64_t status_gen;
+	int status_error; /* the last write error logged, 0 when the last write worked */
+	/* lock.h: one daemon per node; sockets only once it is held */
+	struct rdp_lock *lock;
+	struct rdp_event_source *lock_src;
+	pid_t lock_holder_logged; /* -1: nothing logged yet */
 };
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m)
@@ -252,7 +264,62 @@ static void hook_refresh(void *userdata)
 
 static void hook_changed(void *userdata)
 {
-	(void)userdata;
+	struct daemon *d = userdata;
+
+	if (d->publish_src)
+		rdp_event_source_defer(d->publish_src);
+}
+
+/* The status file the liveness probe reads (status.h). */
+
+static void publish_status(struct daemon *d)
+{
+	size_t n = rdp_resources_count(d->res);
+	struct rdp_resource_status *rs = rdp_calloc(n + 1, sizeof(*rs));
+	struct rdp_status_resource *v = rdp_calloc(n + 1, sizeof(*v));
+	struct rdp_status st = {
+		.pid = getpid(),
+		.generation = ++d->status_gen,
+		.mode = (char *)rdp_registration_mode_name(d->mode),
+		.resources = v,
+		.n_resources = n,
+	};
+	int k = v && rs ? 0 : -ENOMEM;
+
+	if (k == 0) {
+		rdp_resources_status(d->res, rs, n);
+		for (size_t i = 0; i < n; i++) {
+			v[i].name = (char *)rs[i].full_name;
+			v[i].socket = (char *)rs[i].sock_path;
+			v[i].serving = rs[i].serving;
+		}
+		k = rdp_status_write(d->state_dir, &st);
+	}
+	rdp_free(v);
+	rdp_free(rs);
+	if (k < 0 && k != d->status_error)
+		rdp_log(RDP_LOG_WARNING, "status-write-failed", "dir=%s error=%s msg=%s",
+			rdp_log_q(d->state_dir), errstr(k),
+			rdp_log_q("rdma-dp health (the liveness probe) cannot see this daemon"));
+	else if (k == 0 && d->status_error)
+		rdp_log(RDP_LOG_INFO, "status-written", "dir=%s", rdp_log_q(d->state_dir));
+	d->status_error = k;
+}
+
+static int on_publish(struct rdp_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	/* Nothing to say before the lock is ours: the holder's status is the node's. */
+	if (rdp_lock_state(d->lock) == RDP_LOCK_HELD)
+		publish_status(d);
+	return 0;
+}
+
+static void unpublish_status(struct daemon *d)
+{
+	if (d->state_dir && d->status_gen > 0)
+		(void)rdp_status_remove(d->state_dir);
 }
 
 /* inotify on kubelet's directories: kubelet restarts, our sockets deleted. */
@@ -305,6 +372,18 @@ static void switch_mode(struct daemon *d, enum rdp_registration_mode mode, const
 	k = rdp_resources_set_mode(d->res, mode, sock_dir(d));
 	if (k < 0)
 		rdp_log(RDP_LOG_ERROR, "registration-mode-failed", "error=%s", errstr(k));
+	/* The status follows the sockets (the lock stays where it was taken). */
+	{
+		char *dir = NULL;
+
+		if (rdp_state_dir(sock_dir(d), &dir) >= 0) {
+			unpublish_status(d);
+			(void)rmdir(d->state_dir); /* fails while the lock file is in it */
+			rdp_free(d->state_dir);
+			d->state_dir = dir;
+			hook_changed(d);
+		}
+	}
 	if (d->registry_dir.wd >= 0 && !watch_needed(d, &d->registry_dir)) {
 		inotify_rm_watch(d->inotify_fd, d->registry_dir.wd);
 		d->registry_dir.wd = -1;
@@ -425,6 +504,48 @@ static int on_rewatch(struct rdp_event_source *s, void *userdata)
 	return 0;
 }
 
+/* One daemon per node (lock.h). */
+
+static int on_lock_timer(struct rdp_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+	pid_t holder = 0;
+	int k;
+
+	if (rdp_lock_state(d->lock) == RDP_LOCK_HELD) {
+		/* Someone removed or replaced the file: it protects nothing any more. */
+		if (rdp_lock_check(d->lock) == 0) {
+			rdp_log(RDP_LOG_WARNING, "lock-lost", "lock=%s msg=%s",
+				rdp_log_q(rdp_lock_path(d->lock)),
+				rdp_log_q("the lock file was removed or replaced; taking it again"));
+			rdp_lock_release(d->lock, false);
+		} else {
+			rdp_event_source_set_timer(s, LOCK_RETRY_USEC);
+			return 0;
+		}
+	}
+	k = rdp_lock_try(d->lock, &holder);
+	if (k == 0) {
+		rdp_log(RDP_LOG_INFO, "lock-taken", "lock=%s", rdp_log_q(rdp_lock_path(d->lock)));
+		d->lock_holder_logged = -1;
+		rdp_resources_enable(d->res);
+		publish_status(d);
+	} else if (k == -EWOULDBLOCK || k == -EAGAIN) {
+		if (holder != d->lock_holder_logged)
+			rdp_log(RDP_LOG_WARNING, "waiting-for-lock", "lock=%s holder_pid=%d msg=%s",
+				rdp_log_q(rdp_lock_path(d->lock)), (int)holder,
+				rdp_log_q("another rdma-dp serves this node (a DaemonSet update with "
+					  "maxSurge, or a manual run); taking over when it exits"));
+		d->lock_holder_logged = holder;
+	} else if (k != -ENOENT) {
+		/* The socket directory may be missing yet (-ENOENT): kubelet creates it. */
+		rdp_log(RDP_LOG_WARNING, "lock-failed", "lock=%s error=%s",
+			rdp_log_q(rdp_lock_path(d->lock)), errstr(k));
+	}
+	rdp_event_source_set_timer(s, LOCK_RETRY_USEC);
+	return 0;
+}
+
 /* Config reload. */
 
 /*
@@ -501,8 +622,17 @@ static bool exists(const char *path, mode_t type)
 
 static void daemon_done(struct daemon *d)
 {
-	/* Sockets first (only ours), while the loop still exists. */
+	/* Sockets first (only ours), while the loop still exists; then the status, the lock. */
 	d->res = rdp_resources_free(d->res);
+	rdp_event_source_free(d->publish_src);
+	rdp_event_source_free(d->lock_src);
+	unpublish_status(d);
+	if (d->lock && rdp_lock_state(d->lock) == RDP_LOCK_HELD)
+		rdp_lock_release(d->lock, true);
+	d->lock = rdp_lock_free(d->lock);
+	if (d->state_dir)
+		(void)rmdir(d->state_dir); /* only when nothing else is in it */
+	rdp_free(d->state_dir);
 	d->worker = rdp_scan_worker_free(d->worker);
 	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
 		rdp_event_source_free(d->sig_src[i]);
@@ -569,6 +699,11 @@ static int daemon_setup(struct daemon *d)
 		rdp_registration_mode_name(d->mode), d->auto_mode,
 		d->config->n_resources, d->config->periodic_update_interval);
 
+	k = rdp_state_dir(sock_dir(d), &d->state_dir);
+	if (k >= 0)
+		k = rdp_lock_new(d->state_dir, &d->lock);
+	if (k < 0)
+		return k;
 	k = rdp_event_new(&d->event);
 	if (k < 0)
 		return k;
@@ -629,10 +764,17 @@ static int daemon_setup(struct daemon *d)
 				rdp_event_source_set_timer(d->rewatch_src, REWATCH_USEC);
 		}
 	}
-	/* Sets every state, then creates the sockets and registers. */
+	k = rdp_event_add_defer(d->event, on_publish, d, &d->publish_src);
+	if (k < 0)
+		return k;
+	/* Sets every state; sockets and registration once the node's lock is ours. */
 	k = update_pools(d, "start");
 	if (k < 0)
 		return k;
+	k = rdp_event_add_timer(d->event, 0, on_lock_timer, d, &d->lock_src);
+	if (k < 0)
+		return k;
+	on_lock_timer(d->lock_src, d);
 	k = rdp_event_add_timer(d->event, 0, on_rescan_timer, d, &d->rescan_src);
 	if (k < 0)
 		return k;
@@ -649,6 +791,7 @@ int rdp_daemon_run(const struct rdp_daemon_options *opts)
 		.plugin_dir.wd = -1,
 		.registry_dir.wd = -1,
 		.netns_logged = -1,
+		.lock_holder_logged = -1,
 	};
 	int k;
 

@@ -53,6 +53,7 @@ struct rdp_resources {
 	struct res *retiring; /* removed resources holding their socket */
 	struct rdp_event_source *reap_src;
 	unsigned int kubelet_gen; /* bumped when kubelet (re)starts */
+	bool enabled; /* sockets may be created (the daemon holds the node's lock) */
 };
 
 /*
@@ -777,8 +778,16 @@ void rdp_resources_refreshed(struct rdp_resources *s)
 		rdp_dp_service_refreshed(s->res[i]->dp);
 }
 
+void rdp_resources_enable(struct rdp_resources *s)
+{
+	s->enabled = true;
+	rdp_resources_start(s);
+}
+
 void rdp_resources_start(struct rdp_resources *s)
 {
+	if (!s->enabled)
+		return;
 	for (size_t i = 0; i < s->n_res; i++) {
 		struct res *r = s->res[i];
 
@@ -890,6 +899,7 @@ size_t rdp_resources_status(const struct rdp_resources *s, struct rdp_resource_s
 			.units = st->units,
 			.healthy = st->healthy,
 			.streams = rdp_dp_service_streams(r->dp),
+			.serving = r->server != NULL,
 		};
 	}
 	return i;

@@ -85,8 +85,10 @@ int rdp_resources_update(struct rdp_resources *s, const struct rdp_host *h,
 /* A rescan the set asked for (refresh hook) found nothing new: answer the parked calls. */
 void rdp_resources_refreshed(struct rdp_resources *s);
 
-/* Starts the resources that never started and whose socket path is free. */
+/* Starts the resources that never started and whose socket path is free (once enabled). */
 void rdp_resources_start(struct rdp_resources *s);
+/* Allows sockets from now on (the daemon took the node's lock) and starts. */
+void rdp_resources_enable(struct rdp_resources *s);
 /* kubelet (re)started: every started resource re-creates its socket and registers again. */
 void rdp_resources_kubelet_restarted(struct rdp_resources *s);
 /* The directory entry name ("x.sock") was removed: the resource owning it, if its socket
@@ -115,6 +117,7 @@ struct rdp_resource_status {
 	unsigned int units;
 	bool healthy;
 	size_t streams;
+	bool serving; /* its socket exists and is ours */
 };
 /* Fills v[0..n) (n >= count) with the configured resources, in config order. */
 size_t rdp_resources_status(const struct rdp_resources *s, struct rdp_resource_status *v,

@@ -1,15 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma-dp health: the DaemonSet's liveness probe. Cheap on purpose: it reads the config only
- * for the resource names (no discovery, no sysfs), then asks every resource's socket
- * /v1beta1.DevicePlugin/GetDevicePluginOptions, all at once on one event loop, the call
- * kubelet makes first on every connection. Exit 0 when each one answers, else 1 with a
- * one-line reason.
+ * rdma-dp health: the DaemonSet's liveness probe. It checks what the running daemon serves,
+ * never the config on disk: the daemon publishes its sockets in <socket dir>/.rdma-dp/
+ * status.json (status.h) after every start, reload and socket change; health reads that file
+ * and asks every socket listed as serving /v1beta1.DevicePlugin/GetDevicePluginOptions, all at
+ * once on one event loop, the call kubelet makes first on every connection. An answer proves
+ * the daemon's loop runs; a wedged daemon (SIGSTOPped, stuck) or a dead one (its sockets gone
+ * or refusing) fails. Exit 0 when each one answers, else 1 with a one-line reason.
  *
- * An invalid config is not a liveness failure: the daemon keeps serving its last valid config
- * (SIGHUP), and restarting it would only trade a serving daemon for one that cannot start, on
- * every node at once. health then says so on stdout and exits 0; `check-config` is the tool
- * for the config itself.
+ * Why not the config: a valid ConfigMap edit that adds or renames a resource names a socket
+ * the daemon has not created yet; a probe reading the config would fail on every node at once
+ * and restart them all, ignoring the DaemonSet's maxUnavailable. An invalid edit leaves the
+ * daemon serving its last valid config; the status file lists that, so the probe stays green.
+ *
+ * No status file is a failure: the daemon writes it before its first socket, so it is missing
+ * only before the daemon has started (the probe's initialDelaySeconds and failureThreshold
+ * cover a start) or when the daemon cannot write the directory its sockets go into (then it
+ * cannot serve either). Falling back to the config would bring back the failure above.
+ * --config-file is accepted for compatibility and ignored.
+ *
+ * A stale file of a dead daemon lists sockets that are gone or refuse connections: the probe
+ * fails, as it should. The pid is shown, never checked: with two pods on a node (a DaemonSet
+ * update with maxSurge), the file may be another pod's, in another pid namespace; the waiting
+ * daemon's probe then checks the serving one's sockets, which is what the node needs.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +40,7 @@
 #include "event.h"
 #include "grpc.h"
 #include "macro.h"
+#include "status.h"
 
 static const char *const cmd = "health";
 
@@ -38,25 +52,25 @@ static void help(void)
 {
 	printf("Usage: rdma-dp health [OPTIONS]\n"
 	       "\n"
-	       "Check that a running 'rdma-dp serve' answers kubelet: for each resource of the\n"
-	       "config, its socket must exist and answer GetDevicePluginOptions. No discovery:\n"
-	       "cheap enough for a liveness probe.\n"
+	       "Check that a running 'rdma-dp serve' answers kubelet: every socket the daemon\n"
+	       "says it serves (<root>/device-plugins/.rdma-dp/status.json, or the same under\n"
+	       "plugins_registry) must answer GetDevicePluginOptions. The config on disk is not\n"
+	       "read: an edit the daemon has not applied yet, or an invalid one it refused,\n"
+	       "changes nothing here. No discovery: cheap enough for a liveness probe.\n"
 	       "\n"
 	       "Options:\n"
-	       "  -c, --config-file FILE      config.json (default %s)\n"
+	       "  -c, --config-file FILE      accepted for compatibility, ignored\n"
 	       "      --kubelet-root-dir DIR  kubelet's root directory (default %s)\n"
-	       "      --registration MODE     auto, kubelet-sock or plugins-registry (default "
-	       "auto:\n"
-	       "                              <root>/device-plugins/<name>.sock, else\n"
-	       "                              <root>/plugins_registry/<name>.sock)\n"
+	       "      --registration MODE     auto, kubelet-sock or plugins-registry: where the\n"
+	       "                              daemon's sockets and status are (default auto:\n"
+	       "                              the newer of the two status files)\n"
 	       "      --timeout-ms N          give up after N ms (default %d)\n"
 	       "  -h, --help                  show this help\n"
 	       "      --version               show the version\n"
 	       "\n"
-	       "Exit status: 0 when every resource answers (or the config is invalid: the daemon\n"
-	       "keeps its last valid config, so a restart would not help; stdout says so), 1 when\n"
-	       "one does not (one line on stderr says why), 2 on a usage error.\n",
-	       RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_KUBELET_ROOT, HEALTH_DEFAULT_TIMEOUT_MS);
+	       "Exit status: 0 when every socket the daemon serves answers, 1 when one does not or\n"
+	       "the daemon published no status (one line on stderr says why), 2 on a usage error.\n",
+	       RDP_DEFAULT_KUBELET_ROOT, HEALTH_DEFAULT_TIMEOUT_MS);
 }
 
 struct probe {
@@ -106,68 +120,126 @@ static int overall_timeout(struct rdp_event_source *s, void *userdata)
 	return 0;
 }
 
-static int socket_path(const char *root, enum rdp_registration_mode mode, const char *name,
-		       char **ret)
+/*
+ * The daemon's status: from the directory of the mode asked for, or in auto mode from the one
+ * of the two written last (a daemon that changed mode leaves no file behind it, but a daemon
+ * killed in one mode and started in the other would).
+ */
+static int load_status(const char *root, enum rdp_registration_mode mode, struct rdp_status **ret,
+		       char **dir_ret, char *err, size_t errlen)
 {
 	static const char *const dirs[] = {"device-plugins", "plugins_registry"};
+	struct rdp_status *best = NULL;
+	char *best_dir = NULL;
+	uint64_t best_mtime = 0;
+	int first_err = -ENOENT;
 
 	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
-		char *p;
+		_cleanup_free_ char *sock_dir = NULL, *dir = NULL;
+		struct rdp_status *s = NULL;
+		uint64_t mtime = 0;
+		char e[256];
+		int k;
 
 		if ((mode == RDP_REGISTRATION_KUBELET_SOCK && i != 0) ||
 		    (mode == RDP_REGISTRATION_PLUGINS_REGISTRY && i != 1))
 			continue;
-		p = rdp_asprintf("%s/%s/%s.sock", root, dirs[i], name);
-		if (!p)
+		sock_dir = rdp_asprintf("%s/%s", root, dirs[i]);
+		if (!sock_dir || rdp_state_dir(sock_dir, &dir) < 0) {
+			rdp_status_free(best);
+			rdp_free(best_dir);
 			return -ENOMEM;
-		if (is_socket(p)) {
-			*ret = p;
-			return 0;
 		}
-		rdp_free(p);
+		k = rdp_status_read(dir, &s, &mtime, e, sizeof(e));
+		if (k == -ENOMEM) {
+			rdp_status_free(best);
+			rdp_free(best_dir);
+			return k;
+		}
+		if (k < 0) {
+			/* the first real error wins over "no file" */
+			if (k != -ENOENT && first_err == -ENOENT) {
+				first_err = k;
+				snprintf(err, errlen, "%s/%s: %s", dir, RDP_STATUS_FILE,
+					 k == -EINVAL || k == -E2BIG ? e : strerror(-k));
+			}
+			continue;
+		}
+		if (!best || mtime > best_mtime) {
+			rdp_status_free(best);
+			rdp_free(best_dir);
+			best = s;
+			best_dir = TAKE_PTR(dir);
+			best_mtime = mtime;
+		} else {
+			rdp_status_free(s);
+		}
 	}
-	*ret = NULL;
+	if (!best) {
+		if (first_err == -ENOENT)
+			snprintf(err, errlen,
+				 "no %s in %s/%s/%s: rdma-dp serve has not published what it serves "
+				 "(not started yet, or another --kubelet-root-dir / --registration)",
+				 RDP_STATUS_FILE, root,
+				 mode == RDP_REGISTRATION_PLUGINS_REGISTRY ? "plugins_registry"
+				 : mode == RDP_REGISTRATION_KUBELET_SOCK
+					 ? "device-plugins"
+					 : "{device-plugins,plugins_registry}",
+				 RDP_STATE_DIR_NAME);
+		return first_err;
+	}
+	*ret = best;
+	*dir_ret = best_dir;
 	return 0;
 }
 
-static int run_probes(const struct rdp_config *c, const char *root, enum rdp_registration_mode mode,
-		      unsigned long timeout_ms)
+/*
+ * Probes every serving socket of st. Returns 0 when all answer, 1 when one does not, -ENOMEM.
+ * What to print goes to *out (allocated; stdout on 0, stderr on 1), so that a caller may retry
+ * first.
+ */
+static int run_probes(const struct rdp_status *st, unsigned long timeout_ms, char **out)
 {
 	struct rdp_event *e = NULL;
 	struct rdp_event_source *timer = NULL;
 	struct probe *probes;
-	size_t pending = 0, n_bad = 0, first_bad = SIZE_MAX;
+	size_t pending = 0, n_bad = 0, n_serving = 0, first_bad = SIZE_MAX;
 	int rc = 1, k;
 
-	probes = rdp_calloc(c->n_resources, sizeof(*probes));
+	size_t outlen = 0;
+	FILE *f = open_memstream(out, &outlen);
+
+	if (!f)
+		return -ENOMEM;
+	probes = rdp_calloc(st->n_resources + 1, sizeof(*probes));
 	if (!probes) {
-		fprintf(stderr, "rdma-dp %s: out of memory\n", cmd);
-		return 1;
+		fclose(f);
+		return -ENOMEM;
 	}
 	k = rdp_event_new(&e);
 	if (k < 0) {
-		fprintf(stderr, "rdma-dp %s: event loop: %s\n", cmd, strerror(-k));
+		fprintf(f, "rdma-dp %s: event loop: %s\n", cmd, strerror(-k));
 		goto out;
 	}
-	for (size_t i = 0; i < c->n_resources; i++) {
+	for (size_t i = 0; i < st->n_resources; i++) {
+		const struct rdp_status_resource *r = &st->resources[i];
 		struct probe *p = &probes[i];
 
-		p->resource = c->resources[i].full_name;
+		p->resource = r->name;
 		p->e = e;
 		p->pending = &pending;
-		k = socket_path(root, mode, c->resources[i].name, &p->path);
-		if (k < 0) {
-			fprintf(stderr, "rdma-dp %s: out of memory\n", cmd);
+		if (!r->serving)
+			continue; /* not started yet: waiting for its path or for the directory */
+		n_serving++;
+		p->path = rdp_strdup(r->socket);
+		if (!p->path) {
+			rc = -ENOMEM;
 			goto out;
 		}
-		if (!p->path) {
+		if (!is_socket(p->path)) {
 			p->done = true;
-			snprintf(p->reason, sizeof(p->reason), "no socket %s.sock in %s/%s",
-				 c->resources[i].name, root,
-				 mode == RDP_REGISTRATION_PLUGINS_REGISTRY ? "plugins_registry"
-				 : mode == RDP_REGISTRATION_KUBELET_SOCK
-					 ? "device-plugins"
-					 : "device-plugins or plugins_registry");
+			snprintf(p->reason, sizeof(p->reason),
+				 "the socket the daemon serves is gone");
 			continue;
 		}
 		/* the request is google.protobuf.Empty: zero bytes */
@@ -175,7 +247,7 @@ static int run_probes(const struct rdp_config *c, const char *root, enum rdp_reg
 					probe_answered, p, NULL);
 		if (k < 0) {
 			p->done = true;
-			snprintf(p->reason, sizeof(p->reason), "%s: %s", p->path, strerror(-k));
+			snprintf(p->reason, sizeof(p->reason), "%s", strerror(-k));
 			continue;
 		}
 		pending++;
@@ -187,16 +259,18 @@ static int run_probes(const struct rdp_config *c, const char *root, enum rdp_reg
 		if (k >= 0)
 			k = rdp_event_run(e);
 		if (k < 0) {
-			fprintf(stderr, "rdma-dp %s: event loop: %s\n", cmd, strerror(-k));
+			fprintf(f, "rdma-dp %s: event loop: %s\n", cmd, strerror(-k));
 			goto out;
 		}
 		/* let the answered connections send GOAWAY and close */
 		for (int i = 0; i < 4; i++)
 			(void)rdp_event_run_once(e, 0);
 	}
-	for (size_t i = 0; i < c->n_resources; i++) {
+	for (size_t i = 0; i < st->n_resources; i++) {
 		struct probe *p = &probes[i];
 
+		if (!st->resources[i].serving)
+			continue;
 		if (!p->done)
 			snprintf(p->reason, sizeof(p->reason), "no answer within %lu ms",
 				 timeout_ms);
@@ -207,29 +281,39 @@ static int run_probes(const struct rdp_config *c, const char *root, enum rdp_reg
 		}
 	}
 	if (n_bad == 0) {
-		printf("ok: %zu resource%s answer%s (", c->n_resources,
-		       c->n_resources == 1 ? "" : "s", c->n_resources == 1 ? "s" : "");
-		for (size_t i = 0; i < c->n_resources; i++)
-			printf("%s%s", i ? ", " : "", probes[i].resource);
-		printf(")\n");
+		bool first = true;
+
+		fprintf(f, "ok: %zu resource%s answer%s (", n_serving, n_serving == 1 ? "" : "s",
+		       n_serving == 1 ? "s" : "");
+		for (size_t i = 0; i < st->n_resources; i++) {
+			if (!st->resources[i].serving)
+				continue;
+			fprintf(f, "%s%s", first ? "" : ", ", probes[i].resource);
+			first = false;
+		}
+		fprintf(f, ")");
+		if (n_serving < st->n_resources)
+			fprintf(f, ", %zu not started yet", st->n_resources - n_serving);
+		fprintf(f, "; pid %lld generation %llu\n", st->pid,
+		       (unsigned long long)st->generation);
 		rc = 0;
 	} else {
 		struct probe *p = &probes[first_bad];
 
-		fprintf(stderr, "rdma-dp %s: %s: %s%s%s", cmd, p->resource,
-			p->path && !strstr(p->reason, p->path) ? p->path : "",
-			p->path && !strstr(p->reason, p->path) ? ": " : "", p->reason);
-		if (c->n_resources > 1)
-			fprintf(stderr, " (%zu of %zu resources failing)", n_bad, c->n_resources);
-		fprintf(stderr, "\n");
+		fprintf(f, "rdma-dp %s: %s: %s: %s", cmd, p->resource, p->path, p->reason);
+		if (n_serving > 1)
+			fprintf(f, " (%zu of %zu resources failing)", n_bad, n_serving);
+		fprintf(f, " (daemon pid %lld generation %llu)\n", st->pid,
+			(unsigned long long)st->generation);
 	}
 out:
 	rdp_event_source_free(timer);
 	/* an unanswered call is still open: the loop's end closes its socket */
 	e = rdp_event_free(e);
-	for (size_t i = 0; i < c->n_resources; i++)
+	for (size_t i = 0; i < st->n_resources; i++)
 		rdp_free(probes[i].path);
 	rdp_free(probes);
+	fclose(f);
 	return rc;
 }
 
@@ -248,8 +332,8 @@ int cmd_health(int argc, char **argv)
 	const char *config_file = RDP_DEFAULT_CONFIG_FILE, *root = RDP_DEFAULT_KUBELET_ROOT;
 	enum rdp_registration_mode mode = RDP_REGISTRATION_AUTO;
 	unsigned long timeout_ms = HEALTH_DEFAULT_TIMEOUT_MS;
-	struct rdp_config *c = NULL;
-	struct rdp_diags diags = {0};
+	struct rdp_status *st = NULL;
+	char *dir = NULL, *out = NULL, err[512] = "";
 	int opt, k, rc;
 
 	optind = 1;
@@ -302,21 +386,42 @@ int cmd_health(int argc, char **argv)
 		return 2;
 	}
 
-	k = rdp_config_load_file(config_file, &c, &diags);
-	if (k < 0) {
-		const char *first = NULL;
-
-		for (size_t i = 0; i < diags.n && !first; i++)
-			if (diags.v[i].level == RDP_DIAG_ERROR)
-				first = diags.v[i].text;
-		printf("ok: nothing checked: the config is invalid (%s); the daemon keeps serving "
-		       "its last valid config: fix it (rdma-dp check-config)\n",
-		       first ? first : strerror(-k));
-		rdp_diags_done(&diags);
-		return 0;
+	(void)config_file; /* the config on disk is what the daemon has NOT applied yet */
+	k = load_status(root, mode, &st, &dir, err, sizeof(err));
+	if (k == -ENOMEM) {
+		fprintf(stderr, "rdma-dp %s: out of memory\n", cmd);
+		return 1;
 	}
-	rdp_diags_done(&diags);
-	rc = run_probes(c, root, mode, timeout_ms);
-	rdp_config_free(c);
+	if (k < 0) {
+		fprintf(stderr, "rdma-dp %s: %s\n", cmd, err);
+		return 1;
+	}
+	rc = run_probes(st, timeout_ms, &out);
+	if (rc == 1) {
+		/*
+		 * A reload unlinks a removed resource's socket a moment before the daemon publishes
+		 * its new status: when the status changed meanwhile, the new one is what counts.
+		 */
+		struct rdp_status *again = NULL;
+		char *dir2 = NULL;
+
+		if (load_status(root, mode, &again, &dir2, err, sizeof(err)) == 0 &&
+		    (again->pid != st->pid || again->generation != st->generation)) {
+			free(out);
+			out = NULL;
+			rc = run_probes(again, timeout_ms, &out);
+		}
+		rdp_status_free(again);
+		rdp_free(dir2);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "rdma-dp %s: out of memory\n", cmd);
+		rc = 1;
+	} else {
+		fputs(out ? out : "", rc == 0 ? stdout : stderr);
+	}
+	free(out); /* open_memstream's */
+	rdp_status_free(st);
+	rdp_free(dir);
 	return rc;
 }

@@ -16,6 +16,26 @@ plugin-watcher mode, as kubelet's plugin manager does it:
   - polls <root>/plugins_registry for sockets not starting with '.'; for a new one: dial,
     GetInfo (1 s deadline), validate, connect the device plugin (endpoint or the socket itself),
     GetDevicePluginOptions, ListAndWatch, then NotifyRegistrationStatus (5 s deadline).
+
+Both modes: a registration of a resource name that already has a plugin disconnects the older
+client (its ListAndWatch stream is cancelled and its connection closed), as kubelet's device
+manager stops the old endpoint when a new one registers the same name.
+
+Opt-in realism (kubelet does these; the defaults keep the older, kinder behaviour the existing
+tests were written against):
+  - watcher_retry=True: a watcher registration that fails before kubelet adds the plugin to its
+    actual state of world (dial, GetInfo, validation: operation_generator.go returns an error and
+    the reconciler retries with exponential backoff, 0.5 s doubling) is retried; one that fails
+    in RegisterPlugin itself (the device plugin cannot be dialled, or `refuse`) is answered with
+    NotifyRegistrationStatus(registered=false, error=...) and NOT retried: the plugin is in the
+    actual state of world with that socket's timestamp, only a new socket registers again.
+  - refuse also applies in watcher mode: RegisterPlugin fails, registered=false inside the real
+    handshake (after GetInfo and validation).
+  - hidden_roots=[paths]: paths that do not exist in kubelet's mount namespace, e.g. the
+    container's view of kubelet's root when it differs from the host's (the daemon is given a
+    symlink to kubelet's root). kubelet dials a watcher endpoint as given (absolute), so an
+    endpoint under a hidden root fails to dial, as with real kubelet; an empty endpoint means
+    "the socket I found", which kubelet names in its own view.
 """
 import os
 import pathlib
@@ -189,7 +209,8 @@ class Registration:
 
 
 class FakeKubelet:
-    def __init__(self, root, mode="kubelet-sock", checkpoint=True, dial_timeout=10):
+    def __init__(self, root, mode="kubelet-sock", checkpoint=True, dial_timeout=10,
+                 watcher_retry=False, hidden_roots=()):
         pb, rpb = protos()
         self.pb, self.rpb = pb, rpb
         self.root = pathlib.Path(root)
@@ -218,6 +239,10 @@ class FakeKubelet:
         self._watcher = None
         self._stop_watcher = threading.Event()
         self._seen = {}          # watcher: socket path -> (inode, mtime)
+        self.watcher_retry = watcher_retry
+        self._retry = {}         # watcher: socket path -> (next attempt time, backoff seconds)
+        self.hidden_roots = [str(h).rstrip("/") + "/" for h in hidden_roots]
+        self.dials = []          # every device-plugin endpoint kubelet dialled (its view)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self):
@@ -318,7 +343,19 @@ class FakeKubelet:
             self.cond.notify_all()
         context.abort(grpc.StatusCode.UNKNOWN, msg)
 
+    def _visible(self, path):
+        """Raises as a dial in kubelet's mount namespace would for a path it cannot see."""
+        p = str(path)
+        with self.cond:
+            self.dials.append(p)
+        for h in self.hidden_roots:
+            if p.startswith(h):
+                raise FileNotFoundError(
+                    "dial unix %s: connect: no such file or directory (not in kubelet's "
+                    "mount namespace)" % p)
+
     def _connect(self, name, path, mode, info=None):
+        self._visible(path)
         client = DevicePluginClient(path, timeout=self.dial_timeout)
         try:
             opts = client.options(timeout=self.dial_timeout)
@@ -373,14 +410,24 @@ class FakeKubelet:
                     continue
                 present.add(str(p))
                 key = (st.st_ino, st.st_mtime_ns)
+                retry = self._retry.get(str(p))
                 if self._seen.get(str(p)) == key:
-                    continue
+                    if retry is None or retry[2] != key or time.monotonic() < retry[0]:
+                        continue
+                elif retry is not None:
+                    retry = None  # a new socket: from scratch
+                    del self._retry[str(p)]
                 self._seen[str(p)] = key
-                self._register_watcher(p)
+                if self._register_watcher(p) == "retry" and self.watcher_retry:
+                    backoff = min(retry[1] * 2, 122.0) if retry else 0.5
+                    self._retry[str(p)] = (time.monotonic() + backoff, backoff, key)
+                else:
+                    self._retry.pop(str(p), None)
             with self.cond:
                 for p in list(self._seen):
                     if p not in present:
                         del self._seen[p]
+                        self._retry.pop(p, None)
                         for name, reg in list(self.current.items()):
                             if reg.info is not None and reg.info[0] == p:
                                 del self.current[name]
@@ -396,7 +443,8 @@ class FakeKubelet:
         except Exception as e:  # noqa: BLE001
             with self.cond:
                 self.errors.append("dial %s: %r" % (path, e))
-            return
+            return "retry"
+        outcome = None
         try:
             info = stub(ch, REG + "GetInfo", rpb.InfoRequest, rpb.PluginInfo)(
                 rpb.InfoRequest(), timeout=1)
@@ -410,13 +458,26 @@ class FakeKubelet:
             elif info.name.count("/") != 1:
                 err = 'the ResourceName "%s" is invalid' % info.name
             reg = None
-            if err is None:
+            if err is not None:
+                if info.type != "DevicePlugin":
+                    err = "RegisterPlugin error -- %s at socket %s" % (err, path)
+                else:
+                    err = "RegisterPlugin error -- plugin validation failed with err: " + err
+                outcome = "retry"  # not in the actual state of world: the reconciler retries
+            else:
                 endpoint = info.endpoint or str(path)
+                with self.cond:
+                    refuse = self.refuse > 0
+                    if refuse:
+                        self.refuse -= 1
                 try:
+                    if refuse:
+                        raise RuntimeError("fake kubelet refuses this registration")
                     reg = self._connect(info.name, endpoint, "plugins-registry",
                                         info=(str(path), info))
                 except Exception as e:  # noqa: BLE001
-                    err = "RegisterPlugin error -- failed to connect: %r" % (e,)
+                    err = "RegisterPlugin error -- plugin registration failed with err: %s" % (
+                        e,)
             notify(rpb.RegistrationStatus(plugin_registered=err is None, error=err or ""),
                    timeout=5)
             with self.cond:
@@ -429,8 +490,10 @@ class FakeKubelet:
             with self.cond:
                 self.errors.append("register %s: %r" % (path, e))
                 self.cond.notify_all()
+            outcome = "retry"
         finally:
             ch.close()
+        return outcome
 
     # -- what tests ask --------------------------------------------------------------------------
     def wait(self, pred, timeout=60, what="condition"):

@@ -171,14 +171,14 @@ def _run_like_daemonset(pm, fixtures_dir, kroot, cfgdir, node="seed000", with_de
     sources = {
         "device-plugins": kroot / "device-plugins",
         "plugins-registry": kroot / "plugins_registry",
-        "dev-infiniband": fixtures_dir / node / "dev" / "infiniband",
+        "host-dev": fixtures_dir / node / "dev",
         "config": cfgdir,
     }
     vols = {v["name"]: v for v in spec["volumes"]}
     assert set(vols) == set(sources), "a volume was added to the DaemonSet: mount it here too"
     mounts = []
     for m in c["volumeMounts"]:
-        if m["name"] == "dev-infiniband" and not with_dev:
+        if m["name"] == "host-dev" and not with_dev:
             continue
         mounts += ["-v", "%s:%s:%s" % (sources[m["name"]], m["mountPath"],
                                        "ro" if m.get("readOnly") else "rw")]
@@ -295,26 +295,36 @@ def test_health_usage_errors(run):
 
 
 def test_health_invalid_config_is_not_a_liveness_failure(run, short_root):
-    cfg = REPO / "tests/fixtures/configs/invalid/typo-devics.json"
-    p = _health(run, short_root, cfg)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("ok: nothing checked: the config is invalid ("), p.stdout
-    assert 'unknown key "devics"' in p.stdout, p.stdout
+    """The probe never reads the config (issue 8, item 5; tests/integration/test_health.py
+    has the daemon side): an invalid, a valid and a missing config give the same answer."""
+    outs = set()
+    for cfg in (REPO / "tests/fixtures/configs/invalid/typo-devics.json",
+                REPO / "tests/fixtures/configs/dgx.json", short_root / "missing.json"):
+        p = _health(run, short_root, cfg)
+        outs.add((p.returncode, p.stdout, p.stderr))
+    assert len(outs) == 1, outs
+    assert "devics" not in repr(outs)
 
 
 def test_health_without_daemon(run, short_root):
     cfg = REPO / "tests/fixtures/configs/dgx.json"
     p = _health(run, short_root, cfg)
     assert p.returncode == 1
-    assert p.stderr == ("rdma-dp health: rdma/compute_ib: no socket compute_ib.sock in "
-                        "%s/device-plugins or plugins_registry (4 of 4 resources failing)\n"
+    assert p.stderr == ("rdma-dp health: no status.json in %s/{device-plugins,plugins_registry}"
+                        "/.rdma-dp: rdma-dp serve has not published what it serves (not "
+                        "started yet, or another --kubelet-root-dir / --registration)\n"
                         % short_root)
-    # a socket file nobody listens on any more (a daemon killed with SIGKILL)
+    # a socket file nobody listens on any more (a daemon killed with SIGKILL), its status left
+    import json
     import socket
-    (short_root / "device-plugins").mkdir()
+    (short_root / "device-plugins" / ".rdma-dp").mkdir(parents=True)
+    sock = short_root / "device-plugins" / "compute_ib.sock"
     s = socket.socket(socket.AF_UNIX)
-    s.bind(str(short_root / "device-plugins" / "compute_ib.sock"))
+    s.bind(str(sock))
     s.close()
+    (short_root / "device-plugins" / ".rdma-dp" / "status.json").write_text(json.dumps(
+        {"format": 1, "pid": 7, "generation": 1, "mode": "kubelet-sock",
+         "resources": [{"name": "rdma/compute_ib", "socket": str(sock), "serving": True}]}))
     p = _health(run, short_root, cfg, "--registration", "kubelet-sock")
     assert p.returncode == 1
     assert p.stderr.startswith("rdma-dp health: rdma/compute_ib: %s/device-plugins/"
@@ -334,10 +344,11 @@ def test_health_against_the_daemon(rdma_dp, run, fixtures_dir, short_root, mode)
         for args in ([], ["--registration", mode]):
             p = _health(run, short_root, cfg, *args)
             assert p.returncode == 0, p.stderr
-            assert p.stdout == "ok: 4 resources answer (%s)\n" % ", ".join(DGX_RESOURCES)
+            assert p.stdout.startswith("ok: 4 resources answer (%s); pid %d generation " % (
+                ", ".join(DGX_RESOURCES), d.pid)), p.stdout
         other = "kubelet-sock" if mode == "plugins-registry" else "plugins-registry"
         p = _health(run, short_root, cfg, "--registration", other)
-        assert p.returncode == 1 and "no socket compute_ib.sock" in p.stderr
+        assert p.returncode == 1 and "no status.json in" in p.stderr
         # a hung daemon: the sockets exist, nobody answers
         d.signal(signal.SIGSTOP)
         try:

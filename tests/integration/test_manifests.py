@@ -24,7 +24,7 @@ DEPLOY = REPO / "deploy"
 KUSTOMIZATIONS = ["base", "overlays/plugin-watcher", "overlays/multi-pool"]
 CONFIG_FILE = "/k8s-rdma-shared-dev-plugin/config.json"
 ALLOWED_HOSTPATHS = {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry",
-                     "/dev/infiniband"}
+                     "/dev"}
 Mi = 1024 * 1024
 
 
@@ -111,7 +111,8 @@ def test_rendered_daemonset(rendered, k):
     for probe in ("livenessProbe", "readinessProbe"):
         cmd = c[probe]["exec"]["command"]
         assert cmd[:2] == ["/rdma-dp", "health"], cmd
-        assert _flag(cmd, "--config-file") == CONFIG_FILE
+        # the probe checks what the daemon serves, never the config (issue 8, item 5)
+        assert _flag(cmd, "--config-file") is None, cmd
         assert _flag(cmd, "--registration") == registration, (probe, cmd)
         assert c[probe]["timeoutSeconds"] * 1000 > int(_flag(cmd, "--timeout-ms"))
     assert c["livenessProbe"]["failureThreshold"] >= 2  # rides over a kubelet restart
@@ -121,10 +122,16 @@ def test_rendered_daemonset(rendered, k):
     assert set(vols) == set(mounts)
     hostpaths = {v["hostPath"]["path"]: n for n, v in vols.items() if "hostPath" in v}
     assert set(hostpaths) <= ALLOWED_HOSTPATHS, hostpaths
+    # The host's whole /dev, read-only, at the --dev-root: a /dev/infiniband that devtmpfs
+    # removes and re-creates (driver reload) is seen; a bind mount of the old directory is not
+    # (issue 8, item 3).
+    assert "/dev" in hostpaths and "/dev/infiniband" not in hostpaths
+    assert vols[hostpaths["/dev"]]["hostPath"]["type"] == "Directory"
     for path, n in hostpaths.items():
-        if path == "/dev/infiniband":
+        if path == "/dev":
             assert mounts[n]["readOnly"] is True
-            assert mounts[n]["mountPath"] == "/host/dev/infiniband"
+            assert mounts[n]["mountPath"] == _flag(args, "--dev-root") == "/host/dev"
+            assert mounts[n].get("mountPropagation", "None") == "None"
         else:
             assert mounts[n]["mountPath"] == path  # same path inside: kubelet sees our names
     assert vols["config"]["configMap"]["name"] == "rdma-devices"
