@@ -399,19 +399,50 @@ static bool gids_same(int sys, const char *ibdir, const struct rdp_port *p,
  * discovery, read again (ndevs/<i> only) into ns. Slots that filled since are covered by
  * uppers_known(), not read. Returns false when the table cannot be read at all.
  */
+struct ndev_walk {
+	struct netset *ns;
+	size_t n;
+};
+
+/* Every slot of the table, as discovery's scan_gid_ndevs() reads it. */
+static int ndev_entry(int dirfd, const char *name, uint64_t ino, unsigned char type,
+		      void *userdata)
+{
+	struct ndev_walk *w = userdata;
+	char ndev[64];
+	long v;
+
+	(void)ino;
+	(void)type;
+	if (name[0] == '-' || rdp_parse_long(name, 0, 65535, &v) < 0)
+		return 0;
+	if (++w->n > 4096) /* discovery's MAX_GIDS: a problem there */
+		return 1;
+	if (rdp_sysfs_read_attr_at(dirfd, name, ndev, sizeof(ndev)) > 0 && rdp_is_ifname(ndev))
+		netset_add(w->ns, ndev);
+	return 0;
+}
+
 static bool gid_ndevs_read(int sys, const char *ibdir, const struct rdp_port *p,
-			   const struct rdp_discovery_port *rp, struct netset *ns)
+			   const struct rdp_discovery_port *rp, bool all, struct netset *ns)
 {
 	char path[RDP_SYSFS_PATH_MAX], ndev[64], name[16];
 	_cleanup_close_ int dfd = -1;
 
+	if ((size_t)snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/ndevs", ibdir, p->num) >=
+	    sizeof(path))
+		return false;
+	if (all) {
+		struct ndev_walk w = {.ns = ns};
+		int r = rdp_sysfs_scan_dir(sys, path, ndev_entry, &w);
+
+		/* as discovery: a table that cannot be listed yields nothing */
+		return rp->gids_listed ? r == 0 : r < 0;
+	}
 	if (!rp->gids_listed)
 		return true; /* the table could not be listed: discovery learnt nothing either */
 	if (!rp->n_valid_slots)
 		return true;
-	if ((size_t)snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/ndevs", ibdir, p->num) >=
-	    sizeof(path))
-		return false;
 	dfd = rdp_sysfs_open(sys, path, O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
 		return false;
@@ -528,7 +559,7 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 {
 	char buf[128];
 	struct netset ns;
-	bool roce = false;
+	bool roce = false, all_slots = false;
 	int r;
 
 	ns.n = 0;
@@ -554,9 +585,12 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		if (p->link_layer != RDP_LINK_ETHER)
 			continue;
 		if (s->flags & RDP_DISCOVER_NO_GID_INDEX) {
-			if (!gid_ndevs_read(s->sys, rd->ibdir, p, &rd->ports[i], &ns))
-				return false;
+			/* An upper device the model lacks may have GIDs: read the whole table. */
+			if (!roce)
+				all_slots = !uppers_known(s->sys, d);
 			roce = true;
+			if (!gid_ndevs_read(s->sys, rd->ibdir, p, &rd->ports[i], all_slots, &ns))
+				return false;
 		} else if (!gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns)) {
 			return false;
 		}
@@ -586,7 +620,7 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		else if (r < 0 && r != -ENOENT)
 			return false;
 	}
-	if (!netset_same(&ns, d) || (roce && !uppers_known(s->sys, d)))
+	if (!netset_same(&ns, d))
 		return false;
 
 	if (rd->pf >= 0 && strcmp(pf_netdev(s, (size_t)rd->pf), d->pf_netdev) != 0)

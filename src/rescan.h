@@ -30,7 +30,8 @@
  * only the slots that named a netdev at the last full discovery; a slot that filled since
  * can name only the port's netdev or a device stacked on it (the kernel's rule), so the scan
  * checks instead that every upper_<dev> link of every netdev of the model names a netdev of
- * the model. Any other upper device (a new VLAN, a bond) sends the scan to a full discovery.
+ * the model. Where another upper device exists (a VLAN without an address yet), that device's
+ * tables are read whole, slot by slot, as a full discovery would.
  * Its models are exactly those of rdp_discover_flags_at() with the same flags. A scanner
  * without the flag reads whole tables, as `discover` does, and stays exact for the index.
  *
