@@ -721,7 +721,8 @@ static int daemon_setup(struct daemon *d)
 	if (k < 0)
 		return k;
 	/* The states before any socket: kubelet's first ListAndWatch gets the real snapshot. */
-	k = rdp_scanner_new(o->sysfs_root, o->dev_root, &scanner);
+	/* The daemon serves no GID index: its rescans read only the GID slots naming netdevs. */
+	k = rdp_scanner_new_flags(o->sysfs_root, o->dev_root, RDP_DISCOVER_NO_GID_INDEX, &scanner);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
 			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), errstr(k));

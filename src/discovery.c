@@ -66,6 +66,7 @@ struct ctx {
 	struct pf_info *pfs;
 	size_t n_pfs;
 	struct rdp_discovery_device *rec; /* the device being discovered, when recording */
+	unsigned int flags; /* enum rdp_discover_flags */
 };
 
 static void ctx_done(struct ctx *c)
@@ -491,6 +492,60 @@ static int list_numbers(struct ctx *c, const char *dir, size_t max, long min, lo
 	return 0;
 }
 
+/*
+ * RDP_DISCOVER_NO_GID_INDEX: the netdevs of the GID table only, one read of ndevs/<i> per
+ * slot through one directory fd. An empty slot fails to read (EINVAL on the kernel; EISDIR
+ * in the fixtures), as does a valid slot with no netdev: skipped. A slot that is a symlink is
+ * no kernel attribute: it fails too (O_NOFOLLOW), so nothing is read outside the root.
+ */
+static int scan_gid_ndevs(struct ctx *c, struct rdp_device *d, const char *portdir,
+			  struct rdp_port *p)
+{
+	char path[RDP_SYSFS_PATH_MAX], ndev[64], name[16];
+	_cleanup_close_ int dfd = -1;
+	unsigned int *idx = NULL, *valid = NULL;
+	size_t n = 0, bad = 0, nv = 0;
+	int r;
+
+	if (path_fmt(path, sizeof(path), "%s/gid_attrs/ndevs", portdir) < 0)
+		return 0;
+	r = list_numbers(c, path, MAX_GIDS, 0, 65535, &idx, &n, &bad);
+	if (r == -ENOMEM)
+		return r;
+	if (r == -E2BIG)
+		return problem(d, "ports/%u/gid_attrs/ndevs: more than %d entries", p->num,
+			       MAX_GIDS);
+	if (r < 0)
+		return 0; /* no GID attributes (old kernel): nothing to learn */
+	dfd = rdp_sysfs_open(c->sys, path, O_RDONLY | O_DIRECTORY);
+	if (n && c->rec && !(valid = rdp_calloc(n, sizeof(*valid)))) {
+		rdp_free(idx);
+		return -ENOMEM;
+	}
+	r = 0;
+	for (size_t i = 0; dfd >= 0 && i < n && r >= 0; i++) {
+		snprintf(name, sizeof(name), "%u", idx[i]);
+		if (rdp_sysfs_read_attr_at(dfd, name, ndev, sizeof(ndev)) <= 0)
+			continue;
+		if (valid)
+			valid[nv++] = idx[i];
+		if (rdp_is_ifname(ndev))
+			r = add_netdev(d, ndev);
+	}
+	if (c->rec) {
+		struct rdp_discovery_port *rp = &c->rec->ports[p - d->ports];
+
+		rp->gids_listed = true;
+		rp->gid_slots = TAKE_PTR(idx);
+		rp->n_gid_slots = n;
+		rp->valid_slots = TAKE_PTR(valid);
+		rp->n_valid_slots = nv;
+	}
+	rdp_free(idx);
+	rdp_free(valid);
+	return r;
+}
+
 /* RoCE: netdevs of the GID table and the first RoCE v2 IPv4 GID index. */
 static int scan_gids(struct ctx *c, struct rdp_device *d, const char *portdir, struct rdp_port *p)
 {
@@ -602,7 +657,8 @@ static int fill_port(struct ctx *c, struct rdp_device *d, const char *ibdir, str
 	}
 
 	if (p->link_layer == RDP_LINK_ETHER)
-		return scan_gids(c, d, portdir, p);
+		return c->flags & RDP_DISCOVER_NO_GID_INDEX ? scan_gid_ndevs(c, d, portdir, p)
+							    : scan_gids(c, d, portdir, p);
 	return 0;
 }
 
@@ -1096,8 +1152,10 @@ struct rdp_discovery_record *rdp_discovery_record_free(struct rdp_discovery_reco
 	for (size_t i = 0; i < rec->n_devices; i++) {
 		struct rdp_discovery_device *d = &rec->devices[i];
 
-		for (size_t j = 0; j < d->n_ports; j++)
+		for (size_t j = 0; j < d->n_ports; j++) {
 			rdp_free(d->ports[j].gid_slots);
+			rdp_free(d->ports[j].valid_slots);
+		}
 		rdp_free(d->ports);
 		rdp_free(d->ibdir);
 		rdp_free(d->pci);
@@ -1125,10 +1183,10 @@ static int record_pfs(struct ctx *c, struct rdp_discovery_record *rec)
 	return 0;
 }
 
-static int discover(int sysfs_fd, int dev_fd, struct rdp_host **ret,
+static int discover(int sysfs_fd, int dev_fd, unsigned int flags, struct rdp_host **ret,
 		    struct rdp_discovery_record **ret_rec)
 {
-	struct ctx c = {.sys = sysfs_fd, .dev = dev_fd};
+	struct ctx c = {.sys = sysfs_fd, .dev = dev_fd, .flags = flags};
 	struct rdp_discovery_record *rec = NULL;
 	char **names = NULL;
 	size_t n = 0, k = 0;
@@ -1217,13 +1275,19 @@ fail:
 
 int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret)
 {
-	return discover(sysfs_fd, dev_fd, ret, NULL);
+	return discover(sysfs_fd, dev_fd, 0, ret, NULL);
 }
 
 int rdp_discover_record_at(int sysfs_fd, int dev_fd, struct rdp_host **ret,
 			   struct rdp_discovery_record **ret_rec)
 {
-	return discover(sysfs_fd, dev_fd, ret, ret_rec);
+	return discover(sysfs_fd, dev_fd, 0, ret, ret_rec);
+}
+
+int rdp_discover_flags_at(int sysfs_fd, int dev_fd, unsigned int flags, struct rdp_host **ret,
+			  struct rdp_discovery_record **ret_rec)
+{
+	return discover(sysfs_fd, dev_fd, flags, ret, ret_rec);
 }
 
 int rdp_discover(const char *sysfs_root, const char *dev_root, struct rdp_host **ret)

@@ -33,9 +33,12 @@ int rdp_discover_at(int sysfs_fd, int dev_fd, struct rdp_host **ret);
  * Arrays run parallel to host->devices and device->ports.
  */
 struct rdp_discovery_port {
-	bool gids_listed; /* gid_attrs/types could be listed (Ethernet ports only) */
+	bool gids_listed; /* gid_attrs/types (ndevs with RDP_DISCOVER_NO_GID_INDEX) was listed */
 	unsigned int *gid_slots; /* its numbered entries, ascending */
 	size_t n_gid_slots;
+	/* RDP_DISCOVER_NO_GID_INDEX: the slots whose gid_attrs/ndevs read gave a value */
+	unsigned int *valid_slots;
+	size_t n_valid_slots;
 };
 
 struct rdp_discovery_device {
@@ -61,5 +64,20 @@ struct rdp_discovery_record {
  */
 int rdp_discover_record_at(int sysfs_fd, int dev_fd, struct rdp_host **ret,
 			   struct rdp_discovery_record **ret_rec);
+/*
+ * What a discovery may leave out, for a caller that does not serve it (see rescan.h):
+ *   RDP_DISCOVER_NO_GID_INDEX: no RoCE v2 IPv4 GID index (ports say -1); the GID tables are
+ *     read for their netdevs only (gid_attrs/ndevs/<i>, one read per slot, none of types/
+ *     or gids/). The netdevs are those of a discovery without the flag on a kernel, where an
+ *     empty slot fails to read in types/ and ndevs/ alike.
+ */
+enum rdp_discover_flags {
+	RDP_DISCOVER_NO_GID_INDEX = 1u << 0,
+};
+
+/* rdp_discover_record_at() with flags (enum rdp_discover_flags); ret_rec may be NULL. */
+int rdp_discover_flags_at(int sysfs_fd, int dev_fd, unsigned int flags, struct rdp_host **ret,
+			  struct rdp_discovery_record **ret_rec);
+
 /* Accepts NULL, returns NULL. */
 struct rdp_discovery_record *rdp_discovery_record_free(struct rdp_discovery_record *rec);

@@ -83,6 +83,7 @@ struct cache {
 
 struct rdp_scanner {
 	int sys, dev;
+	unsigned int flags; /* enum rdp_discover_flags, for every discovery */
 	struct cache c;
 	unsigned long gen;
 	struct rdp_scanner_stats stats;
@@ -396,6 +397,116 @@ static bool gids_same(int sys, const char *ibdir, const struct rdp_port *p,
 	return index == p->roce_v2_ipv4_gid_index;
 }
 
+/*
+ * RDP_DISCOVER_NO_GID_INDEX: the netdevs of the slots that named one at the last full
+ * discovery, read again (ndevs/<i> only) into ns. Slots that filled since are covered by
+ * uppers_known(), not read. Returns false when the table cannot be read at all.
+ */
+struct ndev_walk {
+	struct netset *ns;
+	size_t n;
+};
+
+/* Every slot of the table, as discovery's scan_gid_ndevs() reads it. */
+static int ndev_entry(int dirfd, const char *name, uint64_t ino, unsigned char type,
+		      void *userdata)
+{
+	struct ndev_walk *w = userdata;
+	char ndev[64];
+	long v;
+
+	(void)ino;
+	(void)type;
+	if (name[0] == '-' || rdp_parse_long(name, 0, 65535, &v) < 0)
+		return 0;
+	if (++w->n > 4096) /* discovery's MAX_GIDS: a problem there */
+		return 1;
+	if (rdp_sysfs_read_attr_at(dirfd, name, ndev, sizeof(ndev)) > 0 && rdp_is_ifname(ndev))
+		netset_add(w->ns, ndev);
+	return 0;
+}
+
+static bool gid_ndevs_read(int sys, const char *ibdir, const struct rdp_port *p,
+			   const struct rdp_discovery_port *rp, bool all, struct netset *ns)
+{
+	char path[RDP_SYSFS_PATH_MAX], ndev[64], name[16];
+	_cleanup_close_ int dfd = -1;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/ndevs", ibdir, p->num) >=
+	    sizeof(path))
+		return false;
+	if (all) {
+		struct ndev_walk w = {.ns = ns};
+		int r = rdp_sysfs_scan_dir(sys, path, ndev_entry, &w);
+
+		/* as discovery: a table that cannot be listed yields nothing */
+		return rp->gids_listed ? r == 0 : r < 0;
+	}
+	if (!rp->gids_listed)
+		return true; /* the table could not be listed: discovery learnt nothing either */
+	if (!rp->n_valid_slots)
+		return true;
+	dfd = rdp_sysfs_open(sys, path, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0)
+		return false;
+	for (size_t i = 0; i < rp->n_valid_slots; i++) {
+		snprintf(name, sizeof(name), "%u", rp->valid_slots[i]);
+		if (rdp_sysfs_read_attr_at(dfd, name, ndev, sizeof(ndev)) > 0 && rdp_is_ifname(ndev))
+			netset_add(ns, ndev);
+	}
+	return true;
+}
+
+struct upper_walk {
+	const struct rdp_device *d;
+	bool unknown; /* an upper device the model does not name */
+};
+
+static int upper_entry(int dirfd, const char *name, uint64_t ino, unsigned char type,
+		       void *userdata)
+{
+	struct upper_walk *w = userdata;
+	const char *up;
+
+	(void)dirfd;
+	(void)ino;
+	(void)type;
+	if (strncmp(name, "upper_", 6) != 0)
+		return 0;
+	up = name + 6;
+	for (size_t i = 0; i < w->d->n_netdevs; i++)
+		if (strcmp(w->d->netdevs[i], up) == 0)
+			return 0;
+	w->unknown = true;
+	return 1;
+}
+
+/*
+ * The kernel gives a RoCE port's GID table entries only for the port's netdev and the devices
+ * stacked on it (VLAN, macvlan, bond master; roce_gid_mgmt.c: is_eth_port_of_netdev_filter,
+ * is_ndev_for_default_gid_filter), each visible as an upper_<name> link in the lower
+ * device's class/net directory. When every upper device of every netdev of the model is in
+ * the model, a slot that filled since the last full discovery can only name a netdev the
+ * model has already: the netdevs are exact without reading the empty slots.
+ */
+static bool uppers_known(int sys, const struct rdp_device *d)
+{
+	char path[RDP_SYSFS_PATH_MAX];
+
+	for (size_t i = 0; i < d->n_netdevs; i++) {
+		struct upper_walk w = {.d = d};
+		int r;
+
+		if ((size_t)snprintf(path, sizeof(path), "class/net/%s", d->netdevs[i]) >=
+		    sizeof(path))
+			return false;
+		r = rdp_sysfs_scan_dir(sys, path, upper_entry, &w);
+		if (w.unknown || (r < 0 && r != -ENOENT))
+			return false;
+	}
+	return true;
+}
+
 struct net_walk {
 	struct netset *ns; /* add valid names here, or */
 	char *first; /* keep the first valid name in natural order (RDP_IFNAME_MAX) */
@@ -451,6 +562,7 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 {
 	char buf[128];
 	struct netset ns;
+	bool roce = false, all_slots = false;
 	int r;
 
 	ns.n = 0;
@@ -473,9 +585,18 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		if (read_fmt(s->sys, buf, sizeof(buf), "%s/ports/%u/rate", rd->ibdir, p->num) < 0 ||
 		    strcmp(buf, p->rate) != 0)
 			return false; /* p->rate is one that parsed: an equal one parses too */
-		if (p->link_layer == RDP_LINK_ETHER &&
-		    !gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns))
+		if (p->link_layer != RDP_LINK_ETHER)
+			continue;
+		if (s->flags & RDP_DISCOVER_NO_GID_INDEX) {
+			/* An upper device the model lacks may have GIDs: read the whole table. */
+			if (!roce)
+				all_slots = !uppers_known(s->sys, d);
+			roce = true;
+			if (!gid_ndevs_read(s->sys, rd->ibdir, p, &rd->ports[i], all_slots, &ns))
+				return false;
+		} else if (!gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns)) {
 			return false;
+		}
 	}
 
 	if (*rd->pci) {
@@ -692,7 +813,7 @@ static int full_scan(struct rdp_scanner *s)
 		if (r < 0)
 			goto fail;
 	}
-	r = rdp_discover_record_at(s->sys, s->dev, &c.host, &c.rec);
+	r = rdp_discover_flags_at(s->sys, s->dev, s->flags, &c.host, &c.rec);
 	if (r < 0)
 		goto fail;
 	r = cache_prepare(&c);
@@ -739,6 +860,12 @@ const struct rdp_scanner_stats *rdp_scanner_stats(const struct rdp_scanner *s)
 
 int rdp_scanner_new(const char *sysfs_root, const char *dev_root, struct rdp_scanner **ret)
 {
+	return rdp_scanner_new_flags(sysfs_root, dev_root, 0, ret);
+}
+
+int rdp_scanner_new_flags(const char *sysfs_root, const char *dev_root, unsigned int flags,
+			  struct rdp_scanner **ret)
+{
 	_cleanup_close_ int sys = -1, dev = -1;
 	struct rdp_scanner *s;
 	int r;
@@ -751,6 +878,7 @@ int rdp_scanner_new(const char *sysfs_root, const char *dev_root, struct rdp_sca
 		return -ENOMEM;
 	s->sys = TAKE_FD(sys);
 	s->dev = TAKE_FD(dev);
+	s->flags = flags;
 	*ret = s;
 	return 0;
 }

@@ -9,7 +9,7 @@
  * numbers). When those are as recorded, it re-reads only the attributes the kernel may change
  * while a device stays registered, and compares each with the model:
  *   - per port: state, phys_state, rate; for an Ethernet port its GID table (the slots
- *     recorded), which yields netdevs and the RoCE v2 IPv4 GID index;
+ *     recorded; see "GID tables" below), which yields netdevs and the RoCE v2 IPv4 GID index;
  *   - per device: fw_ver (mlx5 live firmware activation), numa_node of the PCI function, the
  *     netdevs of its net/ directory (renames, moves to another netns) and rxe's `parent`;
  *   - per PF of a VF: its first netdev;
@@ -19,6 +19,22 @@
  * What is not re-read is fixed for the life of a registration: PCI IDs, class and driver of
  * the function, SR-IOV links, node GUID, HCA type, the ports, their link layer, the size of
  * a GID table, which attribute files exist.
+ *
+ * GID tables. A RoCE port's table has gid_tbl_len slots (255 on mlx5, 1024 on rxe), nearly
+ * all empty, and an empty slot can only be told from a valid one by reading it (the read
+ * fails, EINVAL); reading whole tables made a no-change rescan of 1000 devices cost ~0.5 s
+ * of CPU. The table feeds two things: the port's RoCE v2 IPv4 GID index (shown by `discover`,
+ * served by nothing in the daemon: no selector, no Allocate answer uses it) and netdevs, from
+ * gid_attrs/ndevs (a RoCE LAG's bond0, a VLAN with an address), which ifNames selectors
+ * match. So a scanner made with RDP_DISCOVER_NO_GID_INDEX (the daemon's) leaves the index out
+ * of its models (-1), reads only ndevs/<i> in a full discovery, and in a cheap scan re-reads
+ * only the slots that named a netdev at the last full discovery; a slot that filled since
+ * can name only the port's netdev or a device stacked on it (the kernel's rule), so the scan
+ * checks instead that every upper_<dev> link of every netdev of the model names a netdev of
+ * the model. Where another upper device exists (a VLAN without an address yet), that device's
+ * tables are read whole, slot by slot, as a full discovery would.
+ * Its models are exactly those of rdp_discover_flags_at() with the same flags. A scanner
+ * without the flag reads whole tables, as `discover` does, and stays exact for the index.
  *
  * Anything that differs, any read that fails, or a previous model with problems, makes the
  * scan a full discovery; its result is compared with the previous model field by field. So
@@ -37,6 +53,13 @@ struct rdp_scanner;
  * the errno of the root that failed (see rdp_sysfs_open_root()).
  */
 int rdp_scanner_new(const char *sysfs_root, const char *dev_root, struct rdp_scanner **ret);
+/*
+ * The same, with discovery flags (discovery.h, enum rdp_discover_flags) used by every
+ * discovery of this scanner; its models are what rdp_discover_flags_at() returns with them.
+ * The daemon passes RDP_DISCOVER_NO_GID_INDEX (it serves no GID index); see above.
+ */
+int rdp_scanner_new_flags(const char *sysfs_root, const char *dev_root, unsigned int flags,
+			  struct rdp_scanner **ret);
 /* Accepts NULL, returns NULL. */
 struct rdp_scanner *rdp_scanner_free(struct rdp_scanner *s);
 

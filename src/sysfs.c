@@ -256,15 +256,36 @@ bool rdp_sysfs_exists(int root, const char *path)
 	return true;
 }
 
+static int read_fd(int fd, char *buf, size_t size);
+
 int rdp_sysfs_read_attr(int root, const char *path, char *buf, size_t size)
 {
-	char tmp[RDP_SYSFS_ATTR_MAX + 1];
 	_cleanup_close_ int fd = -1;
-	size_t len = 0;
 
 	fd = rdp_sysfs_open(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return fd;
+	return read_fd(fd, buf, size);
+}
+
+int rdp_sysfs_read_attr_at(int dirfd, const char *name, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = -1;
+
+	if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	fd = openat(dirfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return read_fd(fd, buf, size);
+}
+
+/* Reads one attribute from fd: see rdp_sysfs_read_attr(). */
+static int read_fd(int fd, char *buf, size_t size)
+{
+	char tmp[RDP_SYSFS_ATTR_MAX + 1];
+	size_t len = 0;
+
 	for (;;) {
 		ssize_t n = read(fd, tmp + len, sizeof(tmp) - len);
 

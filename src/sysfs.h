@@ -54,6 +54,14 @@ bool rdp_sysfs_exists(int root, const char *path);
 int rdp_sysfs_read_attr(int root, const char *path, char *buf, size_t size);
 
 /*
+ * rdp_sysfs_read_attr() of the entry name (one component, no "/") of the directory dirfd, as
+ * opened by rdp_sysfs_open(root, dir, O_RDONLY | O_DIRECTORY): for reading many entries of one
+ * directory (a GID table) without resolving the whole path each time. A symlink is not
+ * followed (-ELOOP), so nothing outside the directory is read. -EINVAL for a bad name.
+ */
+int rdp_sysfs_read_attr_at(int dirfd, const char *name, char *buf, size_t size);
+
+/*
  * Reads the target of the symlink at path (the last component is not followed; the
  * directories leading to it are resolved inside root). Returns the length, -EINVAL when it
  * is not a symlink, -ERANGE when buf is too small.

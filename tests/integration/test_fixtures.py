@@ -19,7 +19,7 @@ GEN = REPO / "tests" / "fixtures" / "gen-fixtures.py"
 NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag", "irdma-bnxt", "rxe",
          "no-rdma", "broken", "exclusive", "port-down"]
 RDMA_NODES = [n for n in NODES if n != "no-rdma"]
-EMPTY_OK = re.compile(r"/ports/\d+/gid_attrs/(types|ndevs)/\d+$")
+UNREADABLE_OK = re.compile(r"/ports/\d+/gid_attrs/(types|ndevs)/\d+$")
 DANGLING_OK = {("broken", "class/infiniband/mlx5_4")}
 MISSING_DEV_OK = {("broken", "uverbs5")}
 
@@ -86,18 +86,25 @@ def test_class_entries_are_relative_resolving_symlinks(node):
 def test_values_end_with_newline(node):
     _, root = node
     n = 0
-    for dirpath, _, files in os.walk(root / "sys"):
-        for f in files:
+    for dirpath, dirs, files in os.walk(root / "sys"):
+        for f in files + dirs:
             p = os.path.join(dirpath, f)
             if os.path.islink(p):
+                # the only links whose read fails: empty GID slots (and IB ports' ndevs)
+                if sysfsgen.is_unreadable(p):
+                    assert UNREADABLE_OK.search(p), "undocumented unreadable entry %s" % p
+                    with pytest.raises(IsADirectoryError):
+                        rd(p)
+                continue
+            if f in dirs:
                 continue
             data = rd(p)
             n += 1
-            if data == "":
-                assert EMPTY_OK.search(p), "undocumented empty file %s" % p
-            else:
-                assert data.endswith("\n"), p
+            assert data != "", "empty file %s" % p
+            assert data.endswith("\n"), p
     assert n > 10
+    ur = root / "sys" / sysfsgen.UNREADABLE
+    assert not ur.exists() or (ur.is_dir() and os.listdir(ur) == [])
 
 
 def test_no_absolute_symlinks(node):
@@ -151,12 +158,31 @@ def test_ibdev_structure(rnode):
         for port in os.listdir(d / "ports"):
             pd = d / "ports" / port
             assert val(pd / "link_layer") in ("InfiniBand", "Ethernet")
-            for i in os.listdir(pd / "gids"):
+            slots = sorted(os.listdir(pd / "gids"), key=int)
+            # gid_tbl_len as the drivers report it (sysfsgen.GID_TBL_LEN_*)
+            ll = val(pd / "link_layer")
+            assert len(slots) >= (8 if ll == "InfiniBand" else 32), (pd, len(slots))
+            assert slots == [str(i) for i in range(len(slots))]
+            for sub in ("gid_attrs/types", "gid_attrs/ndevs"):
+                assert sorted(os.listdir(pd / sub), key=int) == slots, (pd, sub)
+            valid = 0
+            for i in slots:
                 assert re.fullmatch(r"([0-9a-f]{4}:){7}[0-9a-f]{4}\n", rd(pd / "gids" / i))
-                typ = rd(pd / "gid_attrs/types" / i)
-                assert typ in ("", "IB/RoCE v1\n", "RoCE v2\n")
-                if typ == "":
+                t = pd / "gid_attrs/types" / i
+                nd = pd / "gid_attrs/ndevs" / i
+                if sysfsgen.is_unreadable(t):
+                    # empty slot: all-zero GID, both attributes fail on read
                     assert val(pd / "gids" / i) == sysfsgen.ZERO_GID
+                    assert sysfsgen.is_unreadable(nd)
+                    continue
+                valid += 1
+                assert rd(t) in ("IB/RoCE v1\n", "RoCE v2\n")
+                assert val(pd / "gids" / i) != sysfsgen.ZERO_GID
+                if ll == "InfiniBand":
+                    assert sysfsgen.is_unreadable(nd)   # no netdev: EINVAL on the kernel
+                else:
+                    assert re.fullmatch(r"[^/: ]{1,15}\n", rd(nd)), nd
+            assert valid >= 1 and valid < len(slots)
             assert re.fullmatch(r"\d: [A-Z_]+\n", rd(pd / "state")) or name == "broken"
 
 
@@ -344,7 +370,8 @@ def test_mlx4(fixtures_dir):
     assert sorted(cd) == ["issm0", "issm1", "umad0", "umad1", "uverbs0"]
     ports = {val(root / "sys/class/infiniband_mad" / u / "port") for u in ("umad0", "umad1")}
     assert ports == {"1", "2"}
-    types = {rd(p) for p in (d / "ports/2/gid_attrs/types").iterdir()}
+    types = {rd(p) for p in (d / "ports/2/gid_attrs/types").iterdir()
+             if not sysfsgen.is_unreadable(p)}
     assert "RoCE v2\n" not in types
 
 
@@ -354,7 +381,8 @@ def test_roce_lag(fixtures_dir):
     d = sysd / "class/infiniband/mlx5_bond_0"
     assert (d / "device").resolve().name == "0000:5e:00.0"
     assert val(d / "ports/1/link_layer") == "Ethernet"
-    nd = {val(p) for p in (d / "ports/1/gid_attrs/ndevs").iterdir() if rd(p)}
+    nd = {val(p) for p in (d / "ports/1/gid_attrs/ndevs").iterdir()
+          if not sysfsgen.is_unreadable(p)}
     assert nd == {"bond0"}
     bond = sysd / "class/net/bond0"
     assert os.readlink(bond) == "../../devices/virtual/net/bond0"
@@ -508,3 +536,54 @@ def test_scale_node(tmp_path):
     assert val(pf / "sriov_numvfs") == "127"
     assert os.readlink(pf / "virtfn126") == "../0000:11:0f.7"
     assert len(os.listdir(root / "dev/infiniband")) == 3 * 300 + 1
+    # realistic GID tables on the scale node too: 255 slots, 2 valid (fe80 v1 + v2)
+    pd = root / "sys/class/infiniband/mlx5_299/ports/1"
+    assert len(os.listdir(pd / "gids")) == sysfsgen.GID_TBL_LEN_MLX5_ROCE
+    assert sysfsgen.is_unreadable(pd / "gid_attrs/types/2")
+    assert val(pd / "gid_attrs/types/1") == "RoCE v2"
+
+
+@pytest.mark.parametrize("node,dev,port,size", [
+    ("dgx-h100", "mlx5_0", 1, 8),            # mlx5 IB: 8 << gid_table_size (ibv_devinfo)
+    ("dgx-h100", "mlx5_1", 1, 255),          # mlx5 RoCE: roce_address_table_size
+    ("roce-lag", "mlx5_bond_0", 1, 255),
+    ("rxe", "rxe0", 1, 1024),                # sysfs.md §4
+    ("irdma-bnxt", "irdma0", 1, 32),         # irdma_query_port()
+    ("irdma-bnxt", "bnxt_re0", 1, 256),      # BNXT_QPLIB_NUM_GIDS_SUPPORTED
+    ("mlx4", "mlx4_0", 1, 128),
+    ("mlx4", "mlx4_0", 2, 128),
+])
+def test_gid_table_sizes(fixtures_dir, node, dev, port, size):
+    """GID tables as large as the driver reports (gid_tbl_len), most slots empty."""
+    pd = ib(fixtures_dir, node, dev) / "ports" / str(port)
+    for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+        assert len(os.listdir(pd / sub)) == size, sub
+    empty = [i for i in range(size) if sysfsgen.is_unreadable(pd / "gid_attrs/types" / str(i))]
+    assert len(empty) >= size - 8
+    # the kernel's EINVAL: the entry opens, its read fails
+    fd = os.open(pd / "gid_attrs/types" / str(empty[0]), os.O_RDONLY)
+    try:
+        with pytest.raises(OSError):
+            os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def test_gid_slot_api(tmp_path, fixtures_dir):
+    """set_gid / clear_gid: a slot becomes valid and empty again; the copy equals the pristine
+    node afterwards, and the pristine node's shared zero-GID file is never written through."""
+    work = tmp_path / "n"
+    sysfsgen.copy_node(fixtures_dir / "dgx-h100", work)
+    sysd = work / "sys"
+    pd = sysd / "class/infiniband/mlx5_1/ports/1"
+    sysfsgen.set_gid(str(sysd), "mlx5_1", 1, 9, sysfsgen.ipv4_gid("10.9.9.9"), "RoCE v2",
+                     "enp41s0f0np0")
+    assert val(pd / "gid_attrs/types/9") == "RoCE v2"
+    assert val(pd / "gid_attrs/ndevs/9") == "enp41s0f0np0"
+    assert val(pd / "gids/10") == sysfsgen.ZERO_GID
+    sysfsgen.clear_gid(str(sysd), "mlx5_1", 1, 9)
+    assert sysfsgen.is_unreadable(pd / "gid_attrs/types/9")
+    assert val(pd / "gids/9") == sysfsgen.ZERO_GID
+    a = sysfsgen.snapshot(work)
+    b = sysfsgen.snapshot(fixtures_dir / "dgx-h100")
+    assert a == b

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "macro.h"
 #include "discovery.h"
 #include "rescan.h"
+#include "sysfs.h"
 #include "test.h"
 
 static const char *srcdir;
@@ -56,6 +58,24 @@ static _printf_(2, 3) void put(const char *value, const char *fmt, ...)
 	vsnprintf(rel, sizeof(rel), fmt, ap);
 	va_end(ap);
 	snprintf(path, sizeof(path), "%s/%s", work, rel);
+	/* Never write through a link: the fixtures' failing entries are links to a directory. */
+	if (unlink(path) < 0 && errno != ENOENT) {
+		perror(path);
+		exit(2);
+	}
+	if (!value && strncmp(rel, "sys/", 4) == 0 && strstr(rel, "/gid_attrs/")) {
+		/* An empty GID slot's attribute, as the fixtures make it (tests/fixtures/README) */
+		char target[PATH_MAX] = "";
+
+		for (const char *c = rel + 4; (c = strchr(c, '/')); c++)
+			strcat(target, "../");
+		strcat(target, ".unreadable");
+		if (symlink(target, path) < 0) {
+			perror(path);
+			exit(2);
+		}
+		return;
+	}
 	f = fopen(path, "w");
 	if (!f) {
 		perror(path);
@@ -76,11 +96,20 @@ static bool has_problems(const struct rdp_host *h)
 	return false;
 }
 
+static unsigned int scan_flags; /* the scanner's discovery flags; full() uses them too */
+
 static struct rdp_host *full(void)
 {
 	struct rdp_host *h = NULL;
+	int sfd, dfd, r;
 
-	if (rdp_discover(sysdir, devdir, &h) < 0) {
+	r = rdp_sysfs_open_roots(sysdir, devdir, &sfd, &dfd);
+	if (r >= 0) {
+		r = rdp_discover_flags_at(sfd, dfd, scan_flags, &h, NULL);
+		close(sfd);
+		close(dfd);
+	}
+	if (r < 0) {
 		fprintf(stderr, "discovery of %s failed\n", sysdir);
 		exit(2);
 	}
@@ -174,6 +203,20 @@ static void renumber(struct rdp_scanner *s, struct rdp_host **prev, const char *
 	step(s, prev, msg);
 }
 
+/* An upper_<up> link in the class/net dir of netdev lower, as a VLAN on it makes. */
+static void upper(const char *lower, const char *up, bool add)
+{
+	char path[PATH_MAX * 2];
+
+	if (!*lower)
+		return;
+	snprintf(path, sizeof(path), "%s/class/net/%s/upper_%s", sysdir, lower, up);
+	if (add)
+		EXPECT_TRUE(symlink("../lo", path) == 0);
+	else
+		EXPECT_TRUE(unlink(path) == 0);
+}
+
 /* By-hand changes on one device d (name copied: the model moves on under us). */
 static void hand_changes(struct rdp_scanner *s, struct rdp_host **prev, const char *name)
 {
@@ -232,7 +275,9 @@ static void hand_changes(struct rdp_scanner *s, struct rdp_host **prev, const ch
 		put("0000:0000:0000:0000:0000:ffff:0a00:0007",
 		    "sys/class/infiniband/%s/ports/1/gids/%d", name, last);
 		step(s, prev, "IPv4 address added (GID table)");
-		/* The same on a VLAN: a new netdev. */
+		/* The same on a VLAN (an upper device of the netdev): a new netdev. */
+		upper(netdev0, "vlan7", true);
+		step(s, prev, "VLAN created, no address");
 		put("vlan7", "sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d", name, last);
 		step(s, prev, "IPv4 address on a VLAN");
 		put(NULL, "sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", name, last);
@@ -248,12 +293,25 @@ static void hand_changes(struct rdp_scanner *s, struct rdp_host **prev, const ch
 		EXPECT_TRUE(unlink(from) == 0 && unlink(to) == 0);
 		step(s, prev, "empty slot without files");
 		EXPECT_TRUE(rdp_scanner_scan(s, RDP_SCAN_FULL) == 0);
+		upper(netdev0, "vlan8", true);
 		put("RoCE v2", "sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", name, last);
 		put("vlan8", "sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d", name, last);
 		step(s, prev, "IPv4 address in a slot that had no files");
 		put(NULL, "sys/class/infiniband/%s/ports/1/gid_attrs/types/%d", name, last);
 		put(NULL, "sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%d", name, last);
 		step(s, prev, "that address removed");
+		upper(netdev0, "vlan7", false);
+		upper(netdev0, "vlan8", false);
+		step(s, prev, "VLANs deleted");
+		/* A slot that becomes valid and one that becomes invalid, kernel-shaped. */
+		py("g.set_gid('%s', '%s', 1, %d, g.ipv4_gid('10.1.2.3'), g.GID_TYPE_V2, '%s')",
+		   sysdir, name, last - 1, netdev0);
+		step(s, prev, "GID slot filled (address added)");
+		py("g.clear_gid('%s', '%s', 1, %d)", sysdir, name, last - 1);
+		step(s, prev, "GID slot emptied (address removed)");
+		py("g.clear_gid('%s', '%s', 1, 0)", sysdir, name);
+		py("g.clear_gid('%s', '%s', 1, 1)", sysdir, name);
+		step(s, prev, "default GIDs emptied");
 	}
 	if (*netdev0 && d_pci) {
 		/* More entries than discovery lists (names that are no netdev names). */
@@ -367,7 +425,7 @@ static void test_node(const char *fixtures, const char *node)
 	py("g.copy_node('%s', '%s')", pristine, work);
 
 	prev = full();
-	r = rdp_scanner_new(sysdir, devdir, &s);
+	r = rdp_scanner_new_flags(sysdir, devdir, scan_flags, &s);
 	EXPECT_EQ(r, 0);
 	if (r < 0)
 		return;
@@ -508,6 +566,16 @@ int main(void)
 			test_node(fixtures, de->d_name);
 	}
 	closedir(dir);
+	/* The daemon's scanner (no GID index) on the nodes with RoCE ports. */
+	scan_flags = RDP_DISCOVER_NO_GID_INDEX;
+	for (size_t i = 0; i < 4; i++) {
+		static const char *const roce[] = {"roce-lag", "sriov", "rxe", "irdma-bnxt"};
+
+		snprintf(probe, sizeof(probe), "%s/%s/sys", fixtures, roce[i]);
+		if (access(probe, F_OK) == 0)
+			test_node(fixtures, roce[i]);
+	}
+	scan_flags = 0;
 	snprintf(probe, sizeof(probe), "%s/sriov/sys", fixtures);
 	if (access(probe, F_OK) == 0)
 		test_failmalloc(fixtures);
