@@ -268,7 +268,7 @@ static void inotify_event(struct rdp_hostwatch *w, const struct inotify_event *e
 			changed(w, "dev-infiniband-removed");
 			return;
 		}
-		changed(w, "dev:%s %.40s", ev_verb(ev->mask), name);
+		changed(w, "dev:%s%s%.40s", ev_verb(ev->mask), name[0] ? " " : "", name);
 	}
 	/* Anything else: an old watch's IN_IGNORED after a re-create. */
 }
