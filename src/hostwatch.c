@@ -423,7 +423,10 @@ static void link_event(struct rdp_hostwatch *w, const struct rdp_rtnl_link *l)
 		snprintf(st->ifname, sizeof(st->ifname), "%s", l->ifname);
 	}
 	if (flags != st->flags) {
-		changed(w, "link:%s %s", name, (flags & IFF_LOWER_UP) ? "up" : "down");
+		changed(w, "link:%s %s", name,
+			(flags & IFF_LOWER_UP) ? "up"
+			: (flags & IFF_UP)     ? "no-carrier"
+					       : "down");
 		st->flags = flags;
 	}
 	if (l->operstate >= 0 && l->operstate != st->operstate) {
