@@ -302,6 +302,19 @@ static void test_rtnl_malformed(void)
 		EXPECT_EQ(rdp_rtnl_link_parse(m.b, m.n, &off, &l), -EBADMSG);
 		EXPECT_EQ(off, first);
 	}
+	/* a skipped message, then a cut header: -EBADMSG, the offset at the cut (fuzzer seed) */
+	memset(&m, 0, sizeof(m));
+	h = nb_msg(&m, RTM_NEWADDR);
+	nb_put(&m, "\x0a\x40\x00\x00\x07\x00\x00\x00", 8);
+	nb_msg_end(&m, h);
+	{
+		size_t cut = m.n;
+
+		nb_put(&m, "\x08\x00\x03\x00", 4);
+		off = 0;
+		EXPECT_EQ(rdp_rtnl_link_parse(m.b, cut + 3, &off, &l), -EBADMSG);
+		EXPECT_EQ(off, cut);
+	}
 	/* bad arguments */
 	off = 0;
 	EXPECT_EQ(rdp_rtnl_link_parse(NULL, 4, &off, &l), -EBADMSG);

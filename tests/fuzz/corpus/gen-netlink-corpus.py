@@ -88,6 +88,8 @@ SEEDS = {
                     msg(NLMSG_DONE, struct.pack("=i", 0)),
     "rtnl-len-lies": b"\1" + struct.pack("=I", 4000) + link(RTM_NEWLINK, 7, "ib0")[4:],
     "rtnl-attr-truncated": b"\1" + link(RTM_NEWLINK, 7, "ib0")[:40],
+    # found by the fuzzer: a skipped message, then a cut header (the offset stops there)
+    "rtnl-skipped-then-cut": b"\1" + msg(0x7069, bytes(24)) + b"\x08\x00\x03",
     "rtnl-name-unterminated": b"\1" + msg(RTM_NEWLINK, ifi(3, ARPHRD_ETHER, 0) +
                                           attr(IFLA_IFNAME, b"eth0")),
 }
