@@ -180,14 +180,16 @@ static int resolve(const char *path, struct pairs *out)
 			if (n < 0)
 				return -errno; /* replaced meanwhile: the watch will say so */
 			target[n] = '\0';
-			if (strlen(target) + 1 + strlen(p) >= sizeof(rest))
-				return -ENAMETOOLONG;
 			/* rest becomes target + what was left after the link (p points into rest). */
 			{
 				char tail[PATH_MAX];
+				size_t tlen = (size_t)n, plen = strlen(p);
 
-				snprintf(tail, sizeof(tail), "%s", p);
-				snprintf(rest, sizeof(rest), "%s%s", target, tail);
+				if (tlen + plen >= sizeof(rest))
+					return -ENAMETOOLONG;
+				memcpy(tail, p, plen + 1);
+				memcpy(rest, target, tlen);
+				memcpy(rest + tlen, tail, plen + 1);
 			}
 			p = rest;
 			if (target[0] == '/')

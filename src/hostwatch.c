@@ -70,6 +70,7 @@ struct rdp_hostwatch {
 	enum pending_state pending;
 	char reason[RDP_HOSTWATCH_REASON_MAX];
 	unsigned int n_events;
+	unsigned int flags; /* RDP_HOSTWATCH_LOST_EVENTS */
 	uint64_t last_fire;
 
 	struct link_state *links;
@@ -148,11 +149,18 @@ static void changed(struct rdp_hostwatch *w, const char *fmt, ...)
 	}
 }
 
+/* Events were lost (overflow, truncation): the next callback asks for a full rescan. */
+static void lost(struct rdp_hostwatch *w, const char *why)
+{
+	w->flags |= RDP_HOSTWATCH_LOST_EVENTS;
+	changed(w, "%s", why);
+}
+
 static int on_timer(struct rdp_event_source *s, void *userdata)
 {
 	struct rdp_hostwatch *w = userdata;
 	char reason[RDP_HOSTWATCH_REASON_MAX];
-	unsigned int n = w->n_events;
+	unsigned int n = w->n_events, flags = w->flags;
 	rdp_hostwatch_cb cb = w->cb;
 	void *ud = w->userdata;
 
@@ -161,8 +169,9 @@ static int on_timer(struct rdp_event_source *s, void *userdata)
 	memcpy(reason, w->reason, sizeof(reason));
 	w->pending = PENDING_IDLE;
 	w->n_events = 0;
+	w->flags = 0;
 	w->last_fire = rdp_now_usec();
-	cb(reason, n, ud); /* may free w */
+	cb(reason, n, flags, ud); /* may free w */
 	return 0;
 }
 
@@ -240,7 +249,7 @@ static void inotify_event(struct rdp_hostwatch *w, const struct inotify_event *e
 		/* Lost events: make sure both watches are there, and rescan. */
 		if (w->wd_root >= 0 && w->wd_ib < 0)
 			watch_ib(w);
-		changed(w, "inotify-overflow");
+		lost(w, "inotify-overflow");
 		return;
 	}
 	if (ev->wd >= 0 && ev->wd == w->wd_root) {
@@ -348,11 +357,11 @@ static int on_uevent(struct rdp_event_source *s, int fd, uint32_t revents, void 
 		if (n == -EAGAIN)
 			break;
 		if (n == -ENOBUFS) {
-			changed(w, "uevent-overflow");
+			lost(w, "uevent-overflow");
 			continue;
 		}
 		if (n == -EMSGSIZE) {
-			changed(w, "uevent-truncated");
+			lost(w, "uevent-truncated");
 			continue;
 		}
 		if (n < 0)
@@ -452,11 +461,11 @@ static int on_rtnl(struct rdp_event_source *s, int fd, uint32_t revents, void *u
 		if (n == -EAGAIN)
 			break;
 		if (n == -ENOBUFS) {
-			changed(w, "rtnl-overflow");
+			lost(w, "rtnl-overflow");
 			continue;
 		}
 		if (n == -EMSGSIZE) {
-			changed(w, "rtnl-truncated");
+			lost(w, "rtnl-truncated");
 			continue;
 		}
 		if (n < 0)

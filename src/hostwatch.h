@@ -27,7 +27,8 @@
  * number of events. Callbacks are at least min_interval_usec (200 ms) apart, so a flood costs
  * at most one rescan per interval; any event is reported within coalesce + min_interval.
  * A lost-events condition (ENOBUFS on a netlink socket, IN_Q_OVERFLOW) is reported as a change
- * ("uevent-overflow", "rtnl-overflow", "inotify-overflow"): the daemon rescans fully.
+ * ("uevent-overflow", "rtnl-overflow", "inotify-overflow", flag RDP_HOSTWATCH_LOST_EVENTS): the
+ * daemon rescans fully then.
  *
  * Sockets are non-blocking and close-on-exec, with bounded receive buffers; each wakeup reads
  * a bounded number of messages (the loop is level-triggered: the rest is read next time), so a
@@ -70,13 +71,18 @@ struct rdp_hostwatch_options {
 	bool no_rtnl; /* leave the rtnetlink socket out (tests) */
 };
 
+/* flags of a callback: some events were lost (ENOBUFS, IN_Q_OVERFLOW, a truncated message). */
+#define RDP_HOSTWATCH_LOST_EVENTS 0x1u
+
 /*
  * reason: the first coalesced event, e.g. "dev-infiniband-created", "dev:create uverbs3",
  * "uevent:infiniband add mlx5_3", "link:ib0 down", "uevent-overflow" (at most
  * RDP_HOSTWATCH_REASON_MAX bytes). n_events: how many events this callback stands for.
+ * flags: RDP_HOSTWATCH_LOST_EVENTS when some were lost: rescan fully then.
  * The callback may free the watcher.
  */
-typedef void (*rdp_hostwatch_cb)(const char *reason, unsigned int n_events, void *userdata);
+typedef void (*rdp_hostwatch_cb)(const char *reason, unsigned int n_events, unsigned int flags,
+				 void *userdata);
 
 /*
  * Opens the sources and adds them to e. Fails only on bad arguments or -ENOMEM (and inotify

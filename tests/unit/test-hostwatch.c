@@ -23,16 +23,18 @@
 struct seen {
 	unsigned int calls;
 	unsigned int events;
+	unsigned int flags;
 	char reason[RDP_HOSTWATCH_REASON_MAX];
 	uint64_t at;
 };
 
-static void on_change(const char *reason, unsigned int n, void *userdata)
+static void on_change(const char *reason, unsigned int n, unsigned int flags, void *userdata)
 {
 	struct seen *s = userdata;
 
 	s->calls++;
 	s->events += n;
+	s->flags |= flags;
 	snprintf(s->reason, sizeof(s->reason), "%s", reason);
 	s->at = rdp_now_usec();
 }
@@ -202,6 +204,7 @@ static void test_inotify(void)
 		EXPECT_EQ(s.calls, before);
 	}
 	EXPECT_TRUE(rdp_hostwatch_source_received(w, RDP_HOSTWATCH_DEV) > 0);
+	EXPECT_EQ(s.flags, 0); /* nothing lost */
 	EXPECT_EQ(rmdir(ib), 0);
 	rdp_hostwatch_free(w);
 	rdp_event_free(e);
