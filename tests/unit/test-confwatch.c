@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "confwatch.h"
 #include "event.h"
 #include "test.h"
@@ -366,6 +367,56 @@ static void test_relative_and_args(void)
 	EXPECT_TRUE(rdp_confwatch_free(NULL) == NULL);
 }
 
+/* Every allocation failing in turn, at creation and at a rebuild: -ENOMEM or a working watch. */
+static void test_failmalloc(void)
+{
+	char dir[300], file[320];
+	unsigned long n;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/fm", base);
+	snprintf(file, sizeof(file), "%s/config.json", dir);
+	EXPECT_EQ(mkdir(dir, 0755), 0);
+	write_file(file, "{}");
+	for (n = 1;; n++) {
+		struct rdp_confwatch *w = NULL;
+		struct seen s = {0};
+
+		rdp_alloc_fail_at(n);
+		r = rdp_confwatch_new(ev, file, NULL, on_change, &s, &w);
+		rdp_alloc_fail_at(0);
+		if (r == 0) {
+			rdp_confwatch_free(w);
+			break;
+		}
+		EXPECT_EQ(r, -ENOMEM);
+	}
+	EXPECT_TRUE(n > 2);
+	/* a rebuild without memory keeps the old watches, says MISSING, and polls */
+	{
+		struct rdp_confwatch_options o = {.settle_usec = 10000, .poll_usec = 50000};
+		struct rdp_confwatch *w = NULL;
+		struct seen s = {0};
+		int err;
+
+		EXPECT_EQ(rdp_confwatch_new(ev, file, &o, on_change, &s, &w), 0);
+		write_file(file, "{\"m\":1}");
+		rdp_alloc_fail_at(1);
+		run_for(&s, 1, 500000);
+		rdp_alloc_fail_at(0);
+		EXPECT_EQ(s.calls, 1);
+		EXPECT_EQ(rdp_confwatch_state(w, &err), RDP_CONFWATCH_MISSING);
+		EXPECT_EQ(err, -ENOMEM);
+		run_for(&s, 2, 500000); /* the poll succeeds: "dir-back" */
+		EXPECT_EQ(s.calls, 2);
+		EXPECT_EQ(rdp_confwatch_state(w, NULL), RDP_CONFWATCH_WATCHING);
+		write_file(file, "{\"m\":2}");
+		run_for(&s, 3, 500000);
+		EXPECT_EQ(s.calls, 3);
+		rdp_confwatch_free(w);
+	}
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -382,6 +433,7 @@ int main(void)
 	test_missing_dir();
 	test_symlinked_dir();
 	test_relative_and_args();
+	test_failmalloc();
 	printf("  worst latency change -> callback: %llu ms (settle %llu ms)\n",
 	       (unsigned long long)worst / 1000, RDP_CONFWATCH_SETTLE_USEC / 1000);
 	rdp_event_free(ev);

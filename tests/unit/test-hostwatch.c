@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "event.h"
 #include "hostwatch.h"
 #include "test.h"
@@ -304,6 +305,32 @@ static void test_netlink_sources(void)
 	EXPECT_TRUE(rdp_hostwatch_free(NULL) == NULL);
 }
 
+/* Every allocation of rdp_hostwatch_new() failing in turn: -ENOMEM, nothing leaked (ASan). */
+static void test_failmalloc(void)
+{
+	struct rdp_hostwatch_options o = {.dev_root = root};
+	struct rdp_event *e;
+	struct seen s = {0};
+	unsigned long n;
+	int r;
+
+	EXPECT_EQ(rdp_event_new(&e), 0);
+	for (n = 1;; n++) {
+		struct rdp_hostwatch *w = NULL;
+
+		rdp_alloc_fail_at(n);
+		r = rdp_hostwatch_new(e, &o, on_change, &s, &w);
+		rdp_alloc_fail_at(0);
+		if (r == 0) {
+			rdp_hostwatch_free(w);
+			break;
+		}
+		EXPECT_EQ(r, -ENOMEM);
+	}
+	EXPECT_TRUE(n > 3);
+	rdp_event_free(e);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -318,6 +345,7 @@ int main(void)
 	test_min_interval();
 	test_root_missing();
 	test_netlink_sources();
+	test_failmalloc();
 	printf("  worst latency event -> callback: %llu ms (budget %llu ms)\n",
 	       (unsigned long long)worst / 1000, LATENCY_MAX_USEC / 1000);
 	rmdir(ib);
