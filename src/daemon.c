@@ -26,6 +26,9 @@
 #include "scan-worker.h"
 #include "status.h"
 #include "lock.h"
+#include "hostwatch.h"
+#include "confwatch.h"
+#include <fcntl.h>
 
 #define KUBELET_SOCK "kubelet.sock"
 #define REWATCH_USEC (1000 * 1000ULL)
@@ -61,6 +64,10 @@ struct daemon {
 	struct rdp_event_source *publish_src;
 	uint64_t status_gen;
 	int status_error; /* the last write error logged, 0 when the last write worked */
+	/* Event-driven: host changes (hostwatch.h) and config file changes (confwatch.h). */
+	struct rdp_hostwatch *hostwatch;
+	struct rdp_confwatch *confwatch;
+	uint64_t config_digest; /* of the bytes last loaded (or rejected); 0: none */
 	/* lock.h: one daemon per node; sockets only once it is held */
 	struct rdp_lock *lock;
 	struct rdp_event_source *lock_src;
@@ -549,6 +556,68 @@ static int on_lock_timer(struct rdp_event_source *s, void *userdata)
 /* Config reload. */
 
 /*
+ * FNV-1a of the config file's bytes (bounded as the parser bounds it), so that a change event
+ * that changed nothing (a chmod, kubelet re-projecting the same ConfigMap) is not a reload.
+ * 0 when the file cannot be read: then a reload says why.
+ */
+static uint64_t config_digest(const char *path)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t total = 0;
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			h ^= (unsigned char)buf[i];
+			h *= 0x100000001b3ULL;
+		}
+		total += (size_t)n;
+		if (total > RDP_CONFIG_MAX_BYTES)
+			break;
+	}
+	close(fd);
+	return h ? h : 1;
+}
+
+static void reload(struct daemon *d, const char *why);
+
+static void on_config_change(const char *reason, unsigned int n_events, void *userdata)
+{
+	struct daemon *d = userdata;
+	uint64_t digest = config_digest(d->o->config_file);
+
+	rdp_log(RDP_LOG_DEBUG, "config-changed", "config=%s why=%s events=%u",
+		rdp_log_q(d->o->config_file), rdp_log_q(reason), n_events);
+	if (digest != 0 && digest == d->config_digest) {
+		rdp_log(RDP_LOG_DEBUG, "config-unchanged", "config=%s",
+			rdp_log_q(d->o->config_file));
+		return;
+	}
+	rdp_log(RDP_LOG_INFO, "reload", "trigger=file config=%s", rdp_log_q(d->o->config_file));
+	reload(d, "config-file");
+}
+
+static void on_host_change(const char *reason, unsigned int n_events, unsigned int flags,
+			   void *userdata)
+{
+	struct daemon *d = userdata;
+	bool lost = flags & RDP_HOSTWATCH_LOST_EVENTS;
+
+	rdp_log(RDP_LOG_DEBUG, "host-changed", "why=%s events=%u lost=%d", rdp_log_q(reason),
+		n_events, lost);
+	request_scan(d, lost ? RDP_SCAN_FULL : RDP_SCAN_AUTO, reason);
+}
+
+/*
  * SIGHUP or a change of the file: a valid config is applied as a diff (resource.h); an
  * invalid one changes nothing. The states of new resources are set before their sockets are
  * created, so that kubelet's first snapshot is already the full one.
@@ -561,6 +630,7 @@ static void reload(struct daemon *d, const char *why)
 	unsigned int old_interval = d->config->periodic_update_interval;
 	int k;
 
+	d->config_digest = config_digest(d->o->config_file);
 	k = rdp_config_load_file(d->o->config_file, &c, &diags);
 	if (k < 0) {
 		log_diags(&diags, "config-invalid");
@@ -634,6 +704,8 @@ static void daemon_done(struct daemon *d)
 		(void)rmdir(d->state_dir); /* only when nothing else is in it */
 	rdp_free(d->state_dir);
 	d->worker = rdp_scan_worker_free(d->worker);
+	d->hostwatch = rdp_hostwatch_free(d->hostwatch);
+	d->confwatch = rdp_confwatch_free(d->confwatch);
 	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
 		rdp_event_source_free(d->sig_src[i]);
 	rdp_event_source_free(d->inotify_src);
@@ -664,6 +736,7 @@ static int daemon_setup(struct daemon *d)
 	struct rdp_scanner *scanner = NULL;
 	int k;
 
+	d->config_digest = config_digest(o->config_file);
 	k = rdp_config_load_file(o->config_file, &d->config, &diags);
 	log_diags(&diags, k < 0 ? "config-invalid" : "config-warning");
 	rdp_diags_done(&diags);
@@ -712,6 +785,33 @@ static int daemon_setup(struct daemon *d)
 		k = rdp_event_add_signal(d->event, sigs[i], on_signal, d, &d->sig_src[i]);
 		if (k < 0)
 			return k;
+	}
+	/*
+	 * The watchers before the first scan: a change during it is seen (as one more scan);
+	 * their callbacks run only once the loop runs.
+	 */
+	{
+		struct rdp_hostwatch_options hw = {.dev_root = o->dev_root};
+		int err = 0;
+
+		k = rdp_hostwatch_new(d->event, &hw, on_host_change, d, &d->hostwatch);
+		if (k < 0)
+			return k;
+		for (int i = 0; i < RDP_HOSTWATCH_SOURCE_MAX; i++)
+			if (rdp_hostwatch_source_state(d->hostwatch, i, &err) ==
+			    RDP_HOSTWATCH_UNAVAILABLE)
+				rdp_log(RDP_LOG_WARNING, "hostwatch-unavailable",
+					"source=%s error=%s msg=%s", rdp_hostwatch_source_name(i),
+					errstr(err),
+					rdp_log_q("changes it would report are seen at the periodic "
+						  "rescan"));
+		k = rdp_confwatch_new(d->event, o->config_file, NULL, on_config_change, d,
+				      &d->confwatch);
+		if (k < 0)
+			return k;
+		if (rdp_confwatch_state(d->confwatch, &err) == RDP_CONFWATCH_MISSING)
+			rdp_log(RDP_LOG_WARNING, "config-watch-waiting", "config=%s error=%s",
+				rdp_log_q(o->config_file), errstr(err));
 	}
 	k = rdp_resources_new(d->event, d->mode, sock_dir(d), d->kubelet_sock, o->dev_root, &hooks,
 			      &d->res);
