@@ -20,6 +20,7 @@
 #include "alloc.h"
 #include "config-pos.h"
 #include "macro.h"
+#include "quote.h"
 #include "selector.h"
 
 #define PATH_LEN 512
@@ -117,17 +118,9 @@ static _printf_(3, 4) void note_k(struct ctx *c, const char *path, const char *f
 /* s as a quoted, printable, bounded string for messages. */
 static const char *q(const char *s, char buf[static 96])
 {
-	size_t n = 0;
-
-	buf[n++] = '"';
-	for (; *s && n < 80; s++)
-		buf[n++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
-	if (*s) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n++] = '"';
-	buf[n] = '\0';
+	buf[0] = '"';
+	rdp_printable(s, 80, buf + 1, 90);
+	strcat(buf, "\"");
 	return buf;
 }
 

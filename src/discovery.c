@@ -23,6 +23,7 @@
 #include "alloc.h"
 #include "devnode.h"
 #include "macro.h"
+#include "quote.h"
 #include "sysfs.h"
 
 #define MAX_PROBLEMS 64 /* per device; the rest are summarised in one line */
@@ -151,20 +152,6 @@ static const char *errstr(int r)
 	}
 }
 
-/* A bad value, quoted in a problem: printable ASCII only, bounded by size. */
-static const char *quote(const char *s, char *buf, size_t size)
-{
-	size_t i, o = 0;
-
-	for (i = 0; s[i] && o + 4 < size; i++)
-		buf[o++] = (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"') ? s[i] : '?';
-	if (s[i])
-		for (int k = 0; k < 3 && o + 1 < size; k++)
-			buf[o++] = '.';
-	buf[o] = '\0';
-	return buf;
-}
-
 static _printf_(3, 4) int path_fmt(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
@@ -229,7 +216,8 @@ static int unparsable(struct rdp_device *d, const char *label, const char *value
 {
 	char q[MAX_VALUE_IN_PROBLEM + 8];
 
-	return problem(d, "%s: unparsable value \"%s\"", label, quote(value, q, sizeof(q)));
+	return problem(d, "%s: unparsable value \"%s\"", label,
+		       rdp_printable(value, MAX_VALUE_IN_PROBLEM, q, sizeof(q)));
 }
 
 /* Adds the valid netdev names of dir/net. */
@@ -1031,7 +1019,7 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 
 		if (r == -ENOENT && rdp_sysfs_read_link(c->sys, class, target, sizeof(target)) >= 0)
 			return problem(d, "%s: dangling link to %s", class,
-				       quote(target, q, sizeof(q)));
+				       rdp_printable(target, sizeof(q) - 8, q, sizeof(q)));
 		return problem(d, "%s: %s", class, errstr(r));
 	}
 	if (c->rec && !(c->rec->ibdir = rdp_strdup(ibdir)))
@@ -1099,7 +1087,7 @@ static int read_netns_mode(struct ctx *c)
 	if (rdp_parse_bool(buf, &shared) < 0)
 		return host_problem(c->host,
 				    "module/ib_core/parameters/netns_mode: unparsable value \"%s\"",
-				    quote(buf, q, sizeof(q)));
+				    rdp_printable(buf, MAX_VALUE_IN_PROBLEM, q, sizeof(q)));
 	c->host->netns_mode = shared ? RDP_NETNS_SHARED : RDP_NETNS_EXCLUSIVE;
 	return 0;
 }

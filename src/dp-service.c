@@ -12,26 +12,11 @@
 #include "deviceplugin.pb-c.h"
 #include "devnode.h"
 #include "macro.h"
-#include "pb-alloc.h"
+#include "methods.h"
+#include "pb.h"
+#include "quote.h"
 #include "sysfs.h"
 
-#define PATH_PREFIX "/v1beta1.DevicePlugin/"
-
-enum dp_method {
-	M_OPTIONS,
-	M_LIST_AND_WATCH,
-	M_PREFERRED,
-	M_ALLOCATE,
-	M_PRE_START,
-};
-
-const char *const rdp_dp_method_paths[RDP_DP_N_METHODS] = {
-	[M_OPTIONS] = PATH_PREFIX "GetDevicePluginOptions",
-	[M_LIST_AND_WATCH] = PATH_PREFIX "ListAndWatch",
-	[M_PREFERRED] = PATH_PREFIX "GetPreferredAllocation",
-	[M_ALLOCATE] = PATH_PREFIX "Allocate",
-	[M_PRE_START] = PATH_PREFIX "PreStartContainer",
-};
 
 static void strv_free(char **v, size_t n)
 {
@@ -215,23 +200,6 @@ void rdp_dp_unusable_diff(const struct rdp_dp_state *old, const struct rdp_dp_st
 	}
 }
 
-/* Packs any message into a fresh buffer; an empty message gives NULL/0. */
-static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = NULL;
-
-	if (n > 0) {
-		buf = rdp_malloc(n);
-		if (!buf)
-			return -ENOMEM;
-		protobuf_c_message_pack(m, buf);
-	}
-	*ret = buf;
-	*ret_len = n;
-	return 0;
-}
-
 int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *ret_len)
 {
 	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
@@ -265,7 +233,7 @@ int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *re
 	}
 	resp.n_devices = s->units;
 	resp.devices = ptrs;
-	return pack_message(&resp.base, ret, ret_len);
+	return rdp_pb_pack(&resp.base, ret, ret_len);
 }
 
 int rdp_dp_options_pack(uint8_t **ret, size_t *ret_len)
@@ -274,7 +242,7 @@ int rdp_dp_options_pack(uint8_t **ret, size_t *ret_len)
 
 	o.pre_start_required = false;
 	o.get_preferred_allocation_available = false;
-	return pack_message(&o.base, ret, ret_len);
+	return rdp_pb_pack(&o.base, ret, ret_len);
 }
 
 /* A bounded message buffer for error texts. */
@@ -303,12 +271,8 @@ static void _printf_(2, 3) mb_add(struct msgbuf *b, const char *fmt, ...)
 static void mb_add_id(struct msgbuf *b, const char *id)
 {
 	char q[72];
-	size_t n = 0;
 
-	for (const unsigned char *p = (const unsigned char *)id; *p && n < 64; p++)
-		q[n++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? (char)*p : '?';
-	q[n] = '\0';
-	mb_add(b, "\"%s\"%s", q, strlen(id) > 64 ? "..." : "");
+	mb_add(b, "\"%s\"", rdp_printable(id, 64, q, sizeof(q)));
 }
 
 static int mb_error(struct msgbuf *b, char **ret_error, int r)
@@ -507,7 +471,7 @@ static int allocate_pack(const struct rdp_dp_state *s, size_t n_containers, uint
 	}
 	resp.n_container_responses = n_containers;
 	resp.container_responses = cptrs;
-	return pack_message(&resp.base, ret, ret_len);
+	return rdp_pb_pack(&resp.base, ret, ret_len);
 }
 
 int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
@@ -648,7 +612,7 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 	}
 	resp.n_container_responses = r->n_container_requests;
 	resp.container_responses = cptrs;
-	k = pack_message(&resp.base, ret, ret_len);
+	k = rdp_pb_pack(&resp.base, ret, ret_len);
 out:
 	for (size_t i = 0; cs && i < n_done; i++)
 		rdp_free(cs[i].deviceids);
@@ -835,10 +799,9 @@ void rdp_dp_service_refreshed(struct rdp_dp_service *s)
 
 bool rdp_dp_service_handles(const char *path)
 {
-	for (size_t i = 0; i < RDP_DP_N_METHODS; i++)
-		if (strcmp(path, rdp_dp_method_paths[i]) == 0)
-			return true;
-	return false;
+	enum rdp_method m = rdp_method_lookup(path);
+
+	return m != RDP_METHOD_UNKNOWN && rdp_methods[m].service == RDP_SERVICE_DEVICE_PLUGIN;
 }
 
 static void on_stream_close(struct rdp_grpc_call *call, void *userdata)
@@ -1047,6 +1010,7 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 {
 	const char *path = rdp_grpc_call_path(call);
 	const char *slash = strrchr(path, '/');
+	enum rdp_method m = rdp_method_lookup(path);
 	struct rdp_dp_call_info info = {
 		.method = slash ? slash + 1 : path,
 		.call_id = rdp_grpc_call_id(call),
@@ -1058,15 +1022,17 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 	size_t out_len = 0;
 	int r = 0;
 
-	if (strcmp(path, rdp_dp_method_paths[M_OPTIONS]) == 0) {
+	if (m != RDP_METHOD_UNKNOWN && rdp_methods[m].service != RDP_SERVICE_DEVICE_PLUGIN)
+		m = RDP_METHOD_UNKNOWN;
+	if (m == RDP_METHOD_DP_OPTIONS) {
 		r = rdp_dp_options_pack(&out, &out_len);
-	} else if (strcmp(path, rdp_dp_method_paths[M_LIST_AND_WATCH]) == 0) {
+	} else if (m == RDP_METHOD_DP_LIST_AND_WATCH) {
 		r = list_and_watch(s, call, &info);
 		if (r >= 0) {
 			report(s, &info);
 			return;
 		}
-	} else if (strcmp(path, rdp_dp_method_paths[M_ALLOCATE]) == 0) {
+	} else if (m == RDP_METHOD_DP_ALLOCATE) {
 		struct alloc_req a;
 
 		r = allocate_parse(&s->state, req, len, &a, &error);
@@ -1074,9 +1040,9 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 			answer_allocate(s, call, &a, true, false);
 			return;
 		}
-	} else if (strcmp(path, rdp_dp_method_paths[M_PREFERRED]) == 0) {
+	} else if (m == RDP_METHOD_DP_PREFERRED) {
 		r = rdp_dp_preferred_allocation(&s->state, req, len, &out, &out_len, &error);
-	} else if (strcmp(path, rdp_dp_method_paths[M_PRE_START]) == 0) {
+	} else if (m == RDP_METHOD_DP_PRE_START) {
 		V1beta1__PreStartContainerRequest *p = v1beta1__pre_start_container_request__unpack(
 			rdp_protobuf_allocator(), len, req);
 

@@ -93,7 +93,7 @@ void rdp_dp_unusable_diff(const struct rdp_dp_state *old, const struct rdp_dp_st
 /*
  * The packed ListAndWatchResponse for s: units "0".."N-1", each with the state's health and,
  * when numa_node >= 0, TopologyInfo{nodes:[{ID: numa_node}]}. Returns 0 or -ENOMEM;
- * *ret is rdp_malloc'd (NULL when the message is empty).
+ * *ret is rdp_malloc'd (rdp_pb_pack()).
  */
 int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *ret_len);
 
@@ -123,9 +123,6 @@ int rdp_dp_options_pack(uint8_t **ret, size_t *ret_len);
 
 /* Service object. */
 
-#define RDP_DP_N_METHODS 5
-/* "/v1beta1.DevicePlugin/GetDevicePluginOptions", ..., the paths dispatch answers. */
-extern const char *const rdp_dp_method_paths[RDP_DP_N_METHODS];
 
 struct rdp_dp_service;
 
@@ -196,7 +193,7 @@ size_t rdp_dp_service_parked(const struct rdp_dp_service *s);
 const struct rdp_dp_state *rdp_dp_service_state(const struct rdp_dp_service *s);
 size_t rdp_dp_service_streams(const struct rdp_dp_service *s);
 
-/* True when path is one of rdp_dp_method_paths. */
+/* True when path is a v1beta1.DevicePlugin method (methods.h). */
 bool rdp_dp_service_handles(const char *path);
 /*
  * Answers a call whose path rdp_dp_service_handles() (others get UNIMPLEMENTED). Unary calls

@@ -24,6 +24,7 @@
 #include "event.h"
 #include "grpc-frame.h"
 #include "h2.h"
+#include "pb.h"
 #include "macro.h"
 
 #define MAX_ACCEPT_PER_EVENT 16
@@ -428,19 +429,6 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 	return 0;
 }
 
-static int pack_pb(const struct ProtobufCMessage *msg, uint8_t **ret, size_t *ret_len)
-{
-	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf = rdp_malloc(len);
-
-	if (!buf)
-		return -ENOMEM;
-	protobuf_c_message_pack(msg, buf);
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
 int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
@@ -449,7 +437,7 @@ int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage
 
 	if (!c || !msg)
 		return -EINVAL;
-	r = pack_pb(msg, &buf, &len);
+	r = rdp_pb_pack(msg, &buf, &len);
 	if (r < 0)
 		return r;
 	return rdp_grpc_call_send(c, buf, len);
@@ -508,7 +496,7 @@ int rdp_grpc_call_reply_pb(struct rdp_grpc_call *c, const struct ProtobufCMessag
 
 	if (!c || !msg)
 		return -EINVAL;
-	r = pack_pb(msg, &buf, &len);
+	r = rdp_pb_pack(msg, &buf, &len);
 	if (r < 0) {
 		(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
 		return r;

@@ -8,20 +8,9 @@
 #include "deviceplugin.pb-c.h"
 #include "event.h"
 #include "macro.h"
+#include "methods.h"
+#include "pb.h"
 #include "pluginregistration.pb-c.h"
-
-static int pack_message(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len)
-{
-	size_t n = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = rdp_malloc(n ? n : 1);
-
-	if (!buf)
-		return -ENOMEM;
-	protobuf_c_message_pack(m, buf);
-	*ret = buf;
-	*ret_len = n;
-	return 0;
-}
 
 int rdp_register_request_pack(const char *endpoint, const char *resource_name, uint8_t **ret,
 			      size_t *ret_len)
@@ -35,7 +24,7 @@ int rdp_register_request_pack(const char *endpoint, const char *resource_name, u
 	req.endpoint = (char *)endpoint;
 	req.resource_name = (char *)resource_name;
 	req.options = &o;
-	return pack_message(&req.base, ret, ret_len);
+	return rdp_pb_pack(&req.base, ret, ret_len);
 }
 
 struct rdp_registration {
@@ -157,7 +146,7 @@ static int on_timer(struct rdp_event_source *s, void *userdata)
 	r->attempts++;
 	if (r->ops->attempt)
 		r->ops->attempt(r->userdata, r->attempts);
-	k = rdp_grpc_unary_call(r->event, r->kubelet_sock, RDP_REGISTER_PATH, r->req, r->req_len,
+	k = rdp_grpc_unary_call(r->event, r->kubelet_sock, rdp_method_path(RDP_METHOD_REGISTER), r->req, r->req_len,
 				RDP_REGISTRATION_TIMEOUT_USEC, on_reply, r, &r->call);
 	if (k < 0) {
 		r->call = NULL;
@@ -186,12 +175,6 @@ int rdp_registration_start(struct rdp_registration *r)
 
 /* Plugin watcher. */
 
-#define WATCHER_PREFIX "/pluginregistration.Registration/"
-
-const char *const rdp_watcher_method_paths[RDP_WATCHER_N_METHODS] = {
-	WATCHER_PREFIX "GetInfo",
-	WATCHER_PREFIX "NotifyRegistrationStatus",
-};
 
 int rdp_watcher_info_pack(const char *name, const char *endpoint, uint8_t **ret, size_t *ret_len)
 {
@@ -203,15 +186,14 @@ int rdp_watcher_info_pack(const char *name, const char *endpoint, uint8_t **ret,
 	info.endpoint = (char *)endpoint;
 	info.n_supported_versions = ARRAY_SIZE(versions);
 	info.supported_versions = versions;
-	return pack_message(&info.base, ret, ret_len);
+	return rdp_pb_pack(&info.base, ret, ret_len);
 }
 
 bool rdp_watcher_handles(const char *path)
 {
-	for (size_t i = 0; i < RDP_WATCHER_N_METHODS; i++)
-		if (strcmp(path, rdp_watcher_method_paths[i]) == 0)
-			return true;
-	return false;
+	enum rdp_method m = rdp_method_lookup(path);
+
+	return m != RDP_METHOD_UNKNOWN && rdp_methods[m].service == RDP_SERVICE_WATCHER;
 }
 
 void rdp_watcher_dispatch(const struct rdp_watcher_info *info, struct rdp_grpc_call *call,
@@ -222,14 +204,14 @@ void rdp_watcher_dispatch(const struct rdp_watcher_info *info, struct rdp_grpc_c
 	size_t out_len = 0;
 	int k;
 
-	if (strcmp(path, rdp_watcher_method_paths[0]) == 0) {
+	if (strcmp(path, rdp_method_path(RDP_METHOD_WATCHER_GET_INFO)) == 0) {
 		k = rdp_watcher_info_pack(info->name, info->endpoint, &out, &out_len);
 		if (k < 0) {
 			rdp_grpc_call_fail(call, RDP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 			return;
 		}
 		rdp_grpc_call_reply(call, out, out_len);
-	} else if (strcmp(path, rdp_watcher_method_paths[1]) == 0) {
+	} else if (strcmp(path, rdp_method_path(RDP_METHOD_WATCHER_NOTIFY)) == 0) {
 		Pluginregistration__RegistrationStatus *st =
 			pluginregistration__registration_status__unpack(rdp_protobuf_allocator(),
 									len, req);

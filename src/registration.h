@@ -24,7 +24,6 @@
 struct rdp_event;
 
 #define RDP_API_VERSION "v1beta1"
-#define RDP_REGISTER_PATH "/v1beta1.Registration/Register"
 /*
  * kubelet creates kubelet.sock a moment before it listens on it (Go's net.Listen binds, then
  * listens), so the first dial after the create event may be refused: retry soon, then back
@@ -75,9 +74,6 @@ bool rdp_registration_in_flight(const struct rdp_registration *r);
 
 /* Plugin-watcher side. */
 
-#define RDP_WATCHER_N_METHODS 2
-/* "/pluginregistration.Registration/GetInfo", ".../NotifyRegistrationStatus". */
-extern const char *const rdp_watcher_method_paths[RDP_WATCHER_N_METHODS];
 #define RDP_WATCHER_PLUGIN_TYPE "DevicePlugin"
 
 /* The packed PluginInfo for GetInfo. Returns 0 or -ENOMEM. */

@@ -10,6 +10,7 @@
 #include "grpc.h"
 #include "log.h"
 #include "macro.h"
+#include "methods.h"
 #include "registration.h"
 
 #define SERVER_RETRY_MIN_USEC (100 * 1000ULL)
@@ -45,6 +46,8 @@ struct rdp_resources {
 	struct rdp_event *event;
 	char *dev_root; /* Allocate checks the char devices it hands out under it */
 	enum rdp_registration_mode mode;
+	struct rdp_grpc_method methods[RDP_METHOD_N]; /* the sockets' table, for mode */
+	size_t n_methods;
 	char *sock_dir;
 	char *kubelet_sock;
 	struct rdp_resources_hooks hooks;
@@ -56,23 +59,30 @@ struct rdp_resources {
 	bool enabled; /* sockets may be created (the daemon holds the node's lock) */
 };
 
-/*
- * The device plugin's methods first, then the plugin watcher's: a kubelet.sock socket serves
- * the first N_DEVICE_PLUGIN_METHODS, a plugins_registry socket all of them.
- */
 static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *userdata);
-static const struct rdp_grpc_method all_methods[] = {
-	{.path = "/v1beta1.DevicePlugin/GetDevicePluginOptions", .handler = on_call},
-	{.path = "/v1beta1.DevicePlugin/ListAndWatch",
-	 .handler = on_call,
-	 .server_streaming = true},
-	{.path = "/v1beta1.DevicePlugin/GetPreferredAllocation", .handler = on_call},
-	{.path = "/v1beta1.DevicePlugin/Allocate", .handler = on_call},
-	{.path = "/v1beta1.DevicePlugin/PreStartContainer", .handler = on_call},
-	{.path = "/pluginregistration.Registration/GetInfo", .handler = on_call},
-	{.path = "/pluginregistration.Registration/NotifyRegistrationStatus", .handler = on_call},
-};
-#define N_DEVICE_PLUGIN_METHODS 5
+
+/*
+ * The server table of a socket, from methods.h: the device plugin's methods, plus the plugin
+ * watcher's on a plugins_registry socket. Returns how many were filled.
+ */
+static size_t server_methods(enum rdp_registration_mode mode, struct rdp_grpc_method *v)
+{
+	size_t n = 0;
+
+	for (int m = 0; m < RDP_METHOD_N; m++) {
+		const struct rdp_method_info *i = &rdp_methods[m];
+
+		if (i->service == RDP_SERVICE_DEVICE_PLUGIN ||
+		    (i->service == RDP_SERVICE_WATCHER &&
+		     mode == RDP_REGISTRATION_PLUGINS_REGISTRY))
+			v[n++] = (struct rdp_grpc_method){
+				.path = i->path,
+				.handler = on_call,
+				.server_streaming = i->server_streaming,
+			};
+	}
+	return n;
+}
 
 static const char *errstr(int r)
 {
@@ -323,7 +333,7 @@ static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, 
 	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,
 		strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
 		(unsigned long long)rdp_grpc_call_id(call));
-	if (strcmp(path, rdp_watcher_method_paths[0]) == 0) {
+	if (rdp_method_lookup(path) == RDP_METHOD_WATCHER_GET_INFO) {
 		/* No new handshake for a removed resource. */
 		if (rdp_res_state_leaving(r->state)) {
 			rdp_grpc_call_fail(call, RDP_GRPC_UNAVAILABLE,
@@ -353,9 +363,6 @@ static struct res *path_holder(struct rdp_resources *s, const char *sock_path)
 static void res_listen(struct res *r)
 {
 	struct rdp_resources *s = r->set;
-	size_t n_methods =
-		s->mode == RDP_REGISTRATION_KUBELET_SOCK ? N_DEVICE_PLUGIN_METHODS
-							 : ARRAY_SIZE(all_methods);
 	int k;
 
 	r->restart_pending = false;
@@ -363,7 +370,7 @@ static void res_listen(struct res *r)
 	rdp_registration_stop(r->reg);
 	arm(r, 0);
 	r->server = rdp_grpc_server_free(r->server);
-	k = rdp_grpc_server_new(s->event, r->sock_path, all_methods, n_methods, NULL, r,
+	k = rdp_grpc_server_new(s->event, r->sock_path, s->methods, s->n_methods, NULL, r,
 				&r->server);
 	if (k < 0) {
 		uint64_t delay = backoff(r, SERVER_RETRY_MIN_USEC, SERVER_RETRY_MAX_USEC);
@@ -598,6 +605,7 @@ int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, cons
 	}
 	s->event = e;
 	s->mode = mode;
+	s->n_methods = server_methods(mode, s->methods);
 	if (hooks)
 		s->hooks = *hooks;
 	s->sock_dir = rdp_strdup(sock_dir);
@@ -872,6 +880,7 @@ int rdp_resources_set_mode(struct rdp_resources *s, enum rdp_registration_mode m
 	rdp_free(s->sock_dir);
 	s->sock_dir = dir;
 	s->mode = mode;
+	s->n_methods = server_methods(mode, s->methods);
 	s->kubelet_gen++;
 	for (size_t i = 0; i < s->n_res; i++) {
 		int q = res_set_mode(s->res[i]);

@@ -40,13 +40,13 @@
 #include "event.h"
 #include "grpc.h"
 #include "macro.h"
+#include "methods.h"
 #include "status.h"
 
 static const char *const cmd = "health";
 
 #define HEALTH_DEFAULT_TIMEOUT_MS 2000
 #define HEALTH_MAX_TIMEOUT_MS (10 * 60 * 1000)
-#define OPTIONS_PATH "/v1beta1.DevicePlugin/GetDevicePluginOptions"
 
 static void help(void)
 {
@@ -243,7 +243,8 @@ static int run_probes(const struct rdp_status *st, unsigned long timeout_ms, cha
 			continue;
 		}
 		/* the request is google.protobuf.Empty: zero bytes */
-		k = rdp_grpc_unary_call(e, p->path, OPTIONS_PATH, NULL, 0, timeout_ms * 1000ULL,
+		k = rdp_grpc_unary_call(e, p->path, rdp_method_path(RDP_METHOD_DP_OPTIONS), NULL, 0,
+					timeout_ms * 1000ULL,
 					probe_answered, p, NULL);
 		if (k < 0) {
 			p->done = true;

@@ -60,7 +60,8 @@ static void answer(int type, const uint8_t *req, size_t len)
 	static char s0[] = "/dev/infiniband/rdma_cm", s1[] = "/dev/infiniband/uverbs0";
 	static char *specs[] = { s0, s1 };
 	const struct rdp_dp_state st = {
-		.units = 4, .healthy = true, .numa_node = 1, .n_devices = 2, .n_active = 1,
+		.units = 4, .healthy = true, .numa_node = 1, .n_devices = 2, .n_usable = 2,
+		.n_active = 1,
 		.devices = devices, .specs = specs, .n_specs = 2,
 	};
 	uint8_t *out = NULL;
@@ -83,7 +84,7 @@ static void answer(int type, const uint8_t *req, size_t len)
 		protobuf_c_message_free_unpacked(m, NULL);
 		if (err)
 			abort();
-	} else if (r == -EINVAL || r == -E2BIG) {
+	} else if (r == -EINVAL || r == -E2BIG || r == -ENOBUFS) {
 		if (!err || out)
 			abort(); /* an error says which */
 	} else if (r != -EBADMSG && r != -ENOMEM) {

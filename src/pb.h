@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A bounded arena for protobuf-c unpack. protobuf-c unpacks a message in one call, allocating
+ * protobuf-c helpers: the one way messages are packed (rdp_pb_pack), and a bounded arena for
+ * unpack.
+ *
+ * The arena:  protobuf-c unpacks a message in one call, allocating
  * every repeated field's pointer array and every string; a message of many tiny fields (two
  * million empty IDs fit in 4 MB) expands to about 30 times its wire size with malloc's per
  * block overhead. The arena hands protobuf-c bump-allocated memory from a few rdp_malloc'ed
@@ -18,6 +21,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <protobuf-c/protobuf-c.h>
 
@@ -34,6 +38,12 @@ struct rdp_pb_arena {
 
 /* Static initializer, for use with _cleanup_(rdp_pb_arena_done). */
 #define RDP_PB_ARENA_INIT(b) { .budget = (b) }
+
+/*
+ * Packs m into a fresh rdp_malloc'd buffer (never NULL on success: an empty message gives a
+ * 1-byte buffer and *ret_len 0). Returns 0 or -ENOMEM.
+ */
+int rdp_pb_pack(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len);
 
 void rdp_pb_arena_init(struct rdp_pb_arena *a, size_t budget);
 /* Frees every chunk; the arena may be used again (the budget is restored). */

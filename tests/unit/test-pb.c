@@ -9,7 +9,7 @@
 #include "deviceplugin.pb-c.h"
 #include "dp-service.h"
 #include "macro.h"
-#include "pb-alloc.h"
+#include "pb.h"
 #include "test.h"
 
 /* An AllocateRequest with one container asking for n IDs, each id (possibly ""). */
@@ -138,5 +138,5 @@ int main(void)
 	test_arena_basics();
 	test_unpack_bounded();
 	test_dp_service();
-	return test_summary("test-pb-alloc");
+	return test_summary("test-pb");
 }

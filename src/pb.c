@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "pb-alloc.h"
+#include "pb.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -91,5 +91,18 @@ int rdp_pb_arena_error(const struct rdp_pb_arena *a)
 		return -ENOMEM;
 	if (a->over_budget)
 		return -ENOBUFS;
+	return 0;
+}
+
+int rdp_pb_pack(const ProtobufCMessage *m, uint8_t **ret, size_t *ret_len)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = rdp_malloc(n ? n : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(m, buf);
+	*ret = buf;
+	*ret_len = n;
 	return 0;
 }

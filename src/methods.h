@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every gRPC method rdma-dp serves or calls, in one table: kubelet's v1beta1.DevicePlugin
+ * (served on each resource's socket), pluginregistration.Registration (served on a
+ * plugins_registry socket) and v1beta1.Registration/Register (called on kubelet.sock). The
+ * services, the sockets' server tables, the health probe and the tests all take their paths
+ * from here.
+ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RDP_DP_SERVICE "/v1beta1.DevicePlugin/"
+#define RDP_WATCHER_SERVICE "/pluginregistration.Registration/"
+
+enum rdp_method {
+	/* v1beta1.DevicePlugin, in the order of kubelet's api.proto */
+	RDP_METHOD_DP_OPTIONS,
+	RDP_METHOD_DP_LIST_AND_WATCH,
+	RDP_METHOD_DP_PREFERRED,
+	RDP_METHOD_DP_ALLOCATE,
+	RDP_METHOD_DP_PRE_START,
+	/* pluginregistration.Registration */
+	RDP_METHOD_WATCHER_GET_INFO,
+	RDP_METHOD_WATCHER_NOTIFY,
+	/* v1beta1.Registration, called on kubelet.sock */
+	RDP_METHOD_REGISTER,
+	RDP_METHOD_N,
+	RDP_METHOD_UNKNOWN = RDP_METHOD_N,
+};
+
+enum rdp_method_service {
+	RDP_SERVICE_DEVICE_PLUGIN,
+	RDP_SERVICE_WATCHER,
+	RDP_SERVICE_KUBELET, /* served by kubelet, called by us */
+};
+
+struct rdp_method_info {
+	const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
+	const char *name; /* "Allocate", for logs */
+	enum rdp_method_service service;
+	bool server_streaming;
+};
+
+extern const struct rdp_method_info rdp_methods[RDP_METHOD_N];
+
+/* The method of a request path; RDP_METHOD_UNKNOWN when none. */
+enum rdp_method rdp_method_lookup(const char *path);
+/* Shorthands for the path and the log name of m. */
+const char *rdp_method_path(enum rdp_method m);
+const char *rdp_method_name(enum rdp_method m);
