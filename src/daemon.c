@@ -813,7 +813,8 @@ static int daemon_setup(struct daemon *d)
 			rdp_log(RDP_LOG_WARNING, "config-watch-waiting", "config=%s error=%s",
 				rdp_log_q(o->config_file), errstr(err));
 	}
-	k = rdp_resources_new(d->event, d->mode, sock_dir(d), d->kubelet_sock, o->dev_root, &hooks,
+	k = rdp_resources_new(d->event, d->mode, sock_dir(d), d->kubelet_sock, o->sysfs_root,
+			      o->dev_root, &hooks,
 			      &d->res);
 	if (k < 0)
 		return k;

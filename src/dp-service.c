@@ -639,6 +639,7 @@ struct rdp_dp_service {
 	rdp_dp_call_cb cb;
 	void *userdata;
 	int dev_fd; /* dev root for checking Allocate answers; -1: no check */
+	int sys_fd; /* sysfs root: which ibdev owns a node now; -1: no check */
 	rdp_dp_refresh_cb refresh_cb;
 	void *refresh_userdata;
 	bool refresh_pending; /* refresh_cb was called, set_state/refreshed not yet */
@@ -659,6 +660,7 @@ int rdp_dp_service_new(rdp_dp_call_cb cb, void *userdata, struct rdp_dp_service 
 	s->cb = cb;
 	s->userdata = userdata;
 	s->dev_fd = -1;
+	s->sys_fd = -1;
 	*ret = s;
 	return 0;
 }
@@ -703,6 +705,8 @@ struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 	}
 	if (s->dev_fd >= 0)
 		close(s->dev_fd);
+	if (s->sys_fd >= 0)
+		close(s->sys_fd);
 	rdp_free(s->streams);
 	rdp_free(s->snap);
 	rdp_dp_state_done(&s->state);
@@ -738,6 +742,55 @@ int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
 		close(s->dev_fd);
 	s->dev_fd = fd;
 	return 0;
+}
+
+int rdp_dp_service_set_sysfs_root(struct rdp_dp_service *s, const char *sysfs_root)
+{
+	int fd = -1, r;
+
+	if (sysfs_root) {
+		r = rdp_sysfs_open_root(sysfs_root, &fd);
+		if (r < 0)
+			return r;
+	}
+	if (s->sys_fd >= 0)
+		close(s->sys_fd);
+	s->sys_fd = fd;
+	return 0;
+}
+
+/*
+ * The kernel gives a freed uverbs/umad/issm number to the next device registered: after an
+ * unplug and a plug, /dev/infiniband/uverbs0 may be another HCA's with the very number sysfs
+ * names for uverbs0. Its class entry says whose it is now. 0 when node is owner's (or cannot
+ * be told: no sysfs root, not an RDMA char device), -ESTALE with why.
+ */
+static int check_owner(const struct rdp_dp_service *s, const char *name, const char *owner,
+		       char *why, size_t size)
+{
+	char path[96], now[RDP_IBDEV_NAME_MAX];
+	const char *class;
+	int r;
+
+	if (s->sys_fd < 0 || !owner || !*owner)
+		return 0;
+	if (strncmp(name, "uverbs", 6) == 0)
+		class = "infiniband_verbs";
+	else if (strncmp(name, "umad", 4) == 0 || strncmp(name, "issm", 4) == 0)
+		class = "infiniband_mad";
+	else
+		return 0;
+	snprintf(path, sizeof(path), "class/%s/%s/ibdev", class, name);
+	r = rdp_sysfs_read_attr(s->sys_fd, path, now, sizeof(now));
+	if (r >= 0 && strcmp(now, owner) == 0)
+		return 0;
+	if (r >= 0)
+		snprintf(why, size, "/dev/infiniband/%s now belongs to %s (sysfs %s)", name,
+			 rdp_printable(now, 32, (char[40]){0}, 40), name);
+	else
+		snprintf(why, size, "sysfs %s: %s", name,
+			 r == -ENOENT ? "gone" : strerror(-r));
+	return -ESTALE;
 }
 
 void rdp_dp_service_set_refresh(struct rdp_dp_service *s, rdp_dp_refresh_cb cb, void *userdata)
@@ -884,11 +937,15 @@ static int check_nodes(const struct rdp_dp_service *s, struct msgbuf *b)
 		/* Only paths below /dev map to the dev root. */
 		if (strncmp(path, dev_prefix, strlen(dev_prefix)) != 0)
 			continue;
-		if (rdp_devnode_check(s->dev_fd, path + strlen(dev_prefix), want, &res) ==
-		    RDP_DEVNODE_OK)
-			continue;
 		owner = s->state.spec_owners ? s->state.spec_owners[i] : NULL;
-		rdp_devnode_reason(&res, path, rdp_path_basename(path), want, why, sizeof(why));
+		if (rdp_devnode_check(s->dev_fd, path + strlen(dev_prefix), want, &res) ==
+		    RDP_DEVNODE_OK) {
+			if (check_owner(s, rdp_path_basename(path), owner, why, sizeof(why)) == 0)
+				continue;
+		} else {
+			rdp_devnode_reason(&res, path, rdp_path_basename(path), want, why,
+					   sizeof(why));
+		}
 		mb_add(b, "%s%s%s%s", bad ? "; " : "", owner ? owner : "", owner ? ": " : "", why);
 		bad++;
 	}

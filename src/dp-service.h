@@ -170,6 +170,14 @@ int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st);
  * of opening the root (the previous one is kept then).
  */
 int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root);
+/*
+ * With a sysfs root as well, Allocate also checks that each uverbs/umad/issm node still
+ * belongs to the device the state names (class/infiniband_{verbs,mad}/<node>/ibdev): the
+ * kernel hands a freed number to the next device registered, so after an unplug and a plug
+ * the same path and number can be another HCA's. A mismatch is handled as above. Returns 0 or
+ * the errno of opening the root; NULL: no such check.
+ */
+int rdp_dp_service_set_sysfs_root(struct rdp_dp_service *s, const char *sysfs_root);
 
 /*
  * When a check fails: without a refresh callback the call fails at once with

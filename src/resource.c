@@ -45,6 +45,7 @@ struct res {
 struct rdp_resources {
 	struct rdp_event *event;
 	char *dev_root; /* Allocate checks the char devices it hands out under it */
+	char *sysfs_root; /* ... and whose they are (dp-service.h) */
 	enum rdp_registration_mode mode;
 	struct rdp_grpc_method methods[RDP_METHOD_N]; /* the sockets' table, for mode */
 	size_t n_methods;
@@ -533,6 +534,8 @@ static int res_new(struct rdp_resources *s, const struct rdp_resource *c, struct
 	/* Allocate checks its char devices under the dev root; without it, no check. */
 	if (k >= 0)
 		k = rdp_dp_service_set_dev_root(r->dp, s->dev_root);
+	if (k >= 0)
+		k = rdp_dp_service_set_sysfs_root(r->dp, s->sysfs_root);
 	if (k < 0) {
 		res_free(r);
 		return k;
@@ -588,7 +591,7 @@ static int on_reap(struct rdp_event_source *src, void *userdata)
 }
 
 int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, const char *sock_dir,
-		      const char *kubelet_sock, const char *dev_root,
+		      const char *kubelet_sock, const char *sysfs_root, const char *dev_root,
 		      const struct rdp_resources_hooks *hooks, struct rdp_resources **ret)
 {
 	struct rdp_resources *s = rdp_calloc(1, sizeof(*s));
@@ -596,12 +599,11 @@ int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, cons
 
 	if (!s)
 		return -ENOMEM;
-	if (dev_root) {
-		s->dev_root = rdp_strdup(dev_root);
-		if (!s->dev_root) {
-			rdp_free(s);
-			return -ENOMEM;
-		}
+	if ((dev_root && !(s->dev_root = rdp_strdup(dev_root))) ||
+	    (sysfs_root && !(s->sysfs_root = rdp_strdup(sysfs_root)))) {
+		rdp_free(s->dev_root);
+		rdp_free(s);
+		return -ENOMEM;
 	}
 	s->event = e;
 	s->mode = mode;
@@ -640,6 +642,7 @@ struct rdp_resources *rdp_resources_free(struct rdp_resources *s)
 	rdp_free(s->sock_dir);
 	rdp_free(s->kubelet_sock);
 	rdp_free(s->dev_root);
+	rdp_free(s->sysfs_root);
 	rdp_free(s);
 	return NULL;
 }

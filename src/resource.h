@@ -54,11 +54,11 @@ struct rdp_resources_hooks {
 
 /*
  * An empty set serving in mode (never AUTO) with sockets in sock_dir. kubelet_sock is used in
- * kubelet-sock mode; Allocate checks the char devices it hands out under dev_root (NULL: no
- * check). The strings are copied. Returns 0 or -ENOMEM.
+ * kubelet-sock mode; Allocate checks the char devices it hands out under dev_root, and whose
+ * they are under sysfs_root (NULL: no check). The strings are copied. Returns 0 or -ENOMEM.
  */
 int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, const char *sock_dir,
-		      const char *kubelet_sock, const char *dev_root,
+		      const char *kubelet_sock, const char *sysfs_root, const char *dev_root,
 		      const struct rdp_resources_hooks *hooks, struct rdp_resources **ret);
 /* Stops everything: closes every socket (only ours) and frees. Accepts NULL, returns NULL. */
 struct rdp_resources *rdp_resources_free(struct rdp_resources *s);

@@ -104,8 +104,32 @@ def test_allocate_checks_device_numbers(env):
     msg = ei.value.details()
     assert ("mlx5_0: /dev/infiniband/uverbs0 is %d:250, sysfs uverbs0 says %s"
             % (os.major(st.st_rdev), want)) in msg, msg
-    # put back: answered again
+    # put back: answered again, once the daemon's dev watch has rescanned (well within 1 s)
     uverbs.unlink()
     os.mknod(uverbs, 0o600 | stat.S_IFCHR, st.st_rdev)
+    reg.client.wait_snapshot(lambda s: {d.health for d in s.devices} == {"Healthy"}, timeout=5)
     paths = [d.host_path for d in reg.client.allocate(["2"]).container_responses[0].devices]
     assert "/dev/infiniband/uverbs0" in paths
+
+
+def test_allocate_checks_whose_node_it_is(env):
+    """The kernel gives a freed uverbs number to the next device registered: after an unplug
+    and a plug, /dev/infiniband/uverbs0 can be another HCA's with the very number sysfs names
+    for uverbs0. Allocate asks sysfs whose node it is and never hands out another's."""
+    node = env.copy("seed000")
+    ibdev = node / "sys" / "class" / "infiniband_verbs" / "uverbs0" / "ibdev"
+    cfg = env.config([{"resourceName": "a", "rdmaHcaMax": 4,
+                       "selectors": {"vendors": ["15b3"], "deviceIDs": ["101d"]}}])
+    env.daemon(cfg, node)
+    reg = env.kubelet.wait_registered("rdma/a", units=4, healthy=4)
+    assert "/dev/infiniband/uverbs0" in [
+        d.host_path for d in reg.client.allocate(["0"]).container_responses[0].devices]
+    ibdev.write_text("mlx5_9\n")
+    with pytest.raises(grpc.RpcError) as ei:
+        reg.client.allocate(["1"])
+    assert ei.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "mlx5_0: /dev/infiniband/uverbs0 now belongs to mlx5_9 (sysfs uverbs0)" in \
+        ei.value.details(), ei.value.details()
+    ibdev.write_text("mlx5_0\n")
+    assert "/dev/infiniband/uverbs0" in [
+        d.host_path for d in reg.client.allocate(["2"]).container_responses[0].devices]
