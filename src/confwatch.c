@@ -283,27 +283,6 @@ static void changed(struct rdp_confwatch *w, const char *what, const char *name)
 	(void)rdp_event_source_set_timer(w->timer_src, due > now ? due - now : 1);
 }
 
-static const char *verb(uint32_t mask)
-{
-	if (mask & IN_MOVED_TO)
-		return "moved-to";
-	if (mask & IN_MOVED_FROM)
-		return "moved-from";
-	if (mask & IN_CREATE)
-		return "create";
-	if (mask & IN_DELETE)
-		return "delete";
-	if (mask & IN_CLOSE_WRITE)
-		return "close-write";
-	if (mask & IN_MODIFY)
-		return "modify";
-	if (mask & IN_ATTRIB)
-		return "attrib";
-	if (mask & IN_UNMOUNT)
-		return "unmount";
-	return "dir-removed";
-}
-
 static void handle_event(struct rdp_confwatch *w, const struct inotify_event *ev)
 {
 	const char *name = ev->len ? ev->name : "";
@@ -316,12 +295,12 @@ static void handle_event(struct rdp_confwatch *w, const struct inotify_event *ev
 		return; /* a watch removed by rebuild() saying goodbye */
 	if (!name[0]) {
 		if (ev->mask & SELF_EVENTS)
-			changed(w, verb(ev->mask), "");
+			changed(w, rdp_inotify_verb(ev->mask), "");
 		return;
 	}
 	for (unsigned int i = 0; i < w->watched.n; i++) {
 		if (w->watched.v[i].wd == ev->wd && strcmp(w->watched.v[i].name, name) == 0) {
-			changed(w, verb(ev->mask), name);
+			changed(w, rdp_inotify_verb(ev->mask), name);
 			return;
 		}
 	}

@@ -8,6 +8,7 @@
 #include "event.h"
 
 #include <errno.h>
+#include <sys/inotify.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -436,4 +437,23 @@ void rdp_event_exit(struct rdp_event *e, int code)
 int rdp_event_last_error(const struct rdp_event *e)
 {
 	return e ? e->last_error : -EINVAL;
+}
+
+const char *rdp_inotify_verb(uint32_t mask)
+{
+	static const struct {
+		uint32_t bit;
+		const char *word;
+	} words[] = {
+		{IN_MOVED_TO, "moved-to"},     {IN_MOVED_FROM, "moved-from"},
+		{IN_CREATE, "create"},         {IN_DELETE, "delete"},
+		{IN_CLOSE_WRITE, "close-write"}, {IN_MODIFY, "modify"},
+		{IN_ATTRIB, "attrib"},         {IN_UNMOUNT, "unmount"},
+		{IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED, "dir-removed"},
+	};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (mask & words[i].bit)
+			return words[i].word;
+	return "event";
 }

@@ -59,5 +59,11 @@ int rdp_event_run_once(struct rdp_event *e, int timeout_ms);
 void rdp_event_exit(struct rdp_event *e, int code);
 int rdp_event_last_error(const struct rdp_event *e);
 
+/*
+ * A word for an inotify event mask, for logs and reasons ("create", "moved-to",
+ * "close-write", "dir-removed"...): the first of the bits that matter.
+ */
+const char *rdp_inotify_verb(uint32_t mask);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t rdp_now_usec(void);

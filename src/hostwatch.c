@@ -226,21 +226,6 @@ static int on_retry(struct rdp_event_source *s, void *userdata)
 	return 0;
 }
 
-static const char *ev_verb(uint32_t mask)
-{
-	if (mask & IN_CREATE)
-		return "create";
-	if (mask & IN_DELETE)
-		return "delete";
-	if (mask & IN_MOVED_FROM)
-		return "moved-from";
-	if (mask & IN_MOVED_TO)
-		return "moved-to";
-	if (mask & IN_ATTRIB)
-		return "attrib";
-	return "event";
-}
-
 static void inotify_event(struct rdp_hostwatch *w, const struct inotify_event *ev)
 {
 	const char *name = ev->len ? ev->name : "";
@@ -277,7 +262,7 @@ static void inotify_event(struct rdp_hostwatch *w, const struct inotify_event *e
 			changed(w, "dev-infiniband-removed");
 			return;
 		}
-		changed(w, "dev:%s%s%.40s", ev_verb(ev->mask), name[0] ? " " : "", name);
+		changed(w, "dev:%s%s%.40s", rdp_inotify_verb(ev->mask), name[0] ? " " : "", name);
 	}
 	/* Anything else: an old watch's IN_IGNORED after a re-create. */
 }
