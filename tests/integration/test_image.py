@@ -31,6 +31,7 @@ import tempfile
 import time
 import uuid
 
+import grpc
 import pytest
 import yaml
 
@@ -249,20 +250,24 @@ def test_container_registers_and_serves_allocate(podman, fixtures_dir, node_env)
 
 
 def test_without_dev_infiniband_pods_would_get_no_devices(podman, fixtures_dir, node_env):
-    """The measured reason for the DaemonSet's read-only /dev/infiniband hostPath: without it
-    (and so with the default --dev-root=/dev, the container's own /dev) the pool has no char
-    devices and Allocate hands pods nothing."""
+    """The measured reason for the DaemonSet's read-only host /dev: without it (and so with the
+    default --dev-root=/dev, the container's own /dev) no device is usable. The pool registers
+    Unhealthy units, the daemon says why, and Allocate refuses rather than handing pods
+    nothing (issue 8)."""
     kl, kroot, cfgdir = node_env
     name = _run_like_daemonset(podman, fixtures_dir, kroot, cfgdir, with_dev=False)
     try:
         try:
-            reg = kl.wait_registered(RESOURCE, units=200, timeout=30)
+            reg = kl.wait_registered(RESOURCE, units=200, healthy=0, timeout=30)
         except TimeoutError as e:
             raise AssertionError("%s\ncontainer log:\n%s" % (e, _logs(podman, name)))
-        resp = reg.client.allocate(["0"])
-        assert [list(cr.devices) for cr in resp.container_responses] == [[]]
+        with pytest.raises(grpc.RpcError) as ei:
+            reg.client.allocate(["0"])
+        assert ei.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "mlx5_0: /dev/infiniband/uverbs0 missing" in ei.value.details()
         log = _logs(podman, name)
         assert "specs=0" in log, log
+        assert "event=device-unusable" in log and "event=pool-unusable" in log, log
     finally:
         podman("rm", "-f", "-t", "10", name, check=False)
 

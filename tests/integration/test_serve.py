@@ -212,12 +212,12 @@ def test_dgx_h100(env):
         # RoCE ports have no umad/issm? They do (mlx5 creates both); just no duplicates.
         assert len(got) == len(set(got))
     assert kl.capacity() == {r: (63, 63) for r in cases}
-    # .rdma-dp: the daemon's status for the liveness probe (status.h), a directory because
-    # kubelet unlinks every other file here when it starts
+    # .rdma-dp: the daemon's status for the liveness probe (status.h) and its lock (lock.h), a
+    # directory because kubelet unlinks every other file here when it starts
     assert sorted(os.listdir(kl.plugin_dir)) == sorted(
         ["kubelet.sock", "kubelet_internal_checkpoint", "compute_ib.sock",
          "storage_roce.sock", "compute_ib_numa0.sock", "compute_ib_numa1.sock", ".rdma-dp"])
-    assert os.listdir(kl.plugin_dir / ".rdma-dp") == ["status.json"]
+    assert sorted(os.listdir(kl.plugin_dir / ".rdma-dp")) == ["lock", "status.json"]
     assert d.count("event=registered") >= 4
 
 

@@ -394,11 +394,13 @@ def test_sigterm_cleanup_watcher_mode(env):
 
 def test_socket_dir_appears_later(env):
     """kubelet-sock mode before kubelet ever ran: no device-plugins directory yet. The daemon
-    waits (no exit) and registers once kubelet creates it."""
+    waits (no exit: its lock, and so its sockets, wait for the directory) and registers once
+    kubelet creates it."""
     d = env.daemon(CONFIGS / "seed000.json", registration="kubelet-sock")
     d.wait_log("event=socket-dir-missing")
-    d.wait_log("event=listen-failed", "resource=" + SEED_RES)
+    time.sleep(1.5)  # the lock is retried every second meanwhile
     assert d.proc.poll() is None
+    assert "event=lock-taken" not in d.log()
     kl = env.start_kubelet()  # creates device-plugins/ and kubelet.sock
     kl.wait_registered(SEED_RES, units=200, healthy=200)
     assert d.stop() == 0
