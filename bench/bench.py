@@ -283,12 +283,26 @@ class Bench:
             pb, _ = K.protos()
             paths = [kl.plugin_dir / (n + ".sock") for n in names]
             out = {"before_vmhwm": vmhwm_kib(d.pid), "before_vmrss": K.rss_kib(d.pid)}
+            # The kernel folds RSS into VmHWM lazily: a sampler (every 5 ms) keeps the highest
+            # of both, as well as the figure the test reads (VmHWM once the peers are done).
+            peak, stop = [0], threading.Event()
+
+            def sample():
+                while not stop.wait(0.005):
+                    try:
+                        peak[0] = max(peak[0], vmhwm_kib(d.pid), K.rss_kib(d.pid))
+                    except (OSError, ValueError, KeyError):
+                        return
+            smp = threading.Thread(target=sample, daemon=True)
             t0 = time.monotonic()
+            smp.start()
             with HostileLoad(paths, pb) as h:
                 h.run()
                 out["under_vmhwm"] = vmhwm_kib(d.pid)
                 out["under_vmrss"] = K.rss_kib(d.pid)
                 out["errors"] = h.errors[:5]
+            stop.set()
+            smp.join(5)
             out["seconds"] = round(time.monotonic() - t0, 1)
             ok = 0
             for p in paths:  # still serving
@@ -301,6 +315,7 @@ class Bench:
             time.sleep(0.5)
             out["after_vmrss"] = K.rss_kib(d.pid)
             out["after_vmhwm"] = vmhwm_kib(d.pid)
+            out["peak_kib"] = max(peak[0], out["under_vmhwm"], out["after_vmhwm"])
             out["served_after"] = "%d/%d" % (ok, len(paths))
             out["alive"] = d.proc.poll() is None
             self.res["hostile"] = out
@@ -614,7 +629,9 @@ def table8(res, big):
     if h:
         kib = lambda v: "{:,} KiB".format(v)  # noqa: E731
         row("hostile peers on all 4 sockets (dgx-h100): VmHWM before", h["before_vmhwm"], kib)
-        row("  VmHWM under hostile requests", h["under_vmhwm"], kib, "< 8,192 KiB")
+        row("  VmHWM under hostile requests (as the test reads it)", h["under_vmhwm"], kib)
+        row("  peak: the highest VmHWM or VmRSS seen (sampled every 5 ms)",
+            h.get("peak_kib", h["under_vmhwm"]), kib, "< 8,192 KiB")
         row("  VmRSS under / after (VmHWM after)", h, lambda v: "%s / %s (%s)" % (
             kib(v["under_vmrss"]), kib(v["after_vmrss"]), kib(v["after_vmhwm"])))
         row("  Allocate answered afterwards; unexpected answers", h, lambda v: "%s; %d" % (
@@ -646,7 +663,7 @@ def table8(res, big):
                          mx <= GOALS8["delay_during_rescan_ms"] and not wg["failed"],
                          "by %s" % fmt_ms(mx - GOALS8["delay_during_rescan_ms"]))))
     if h:
-        v = h["under_vmhwm"]
+        v = h.get("peak_kib", h["under_vmhwm"])
         goals.append("- peak RSS under hostile requests on every socket < 8 MiB: {:,} KiB "
                      "({:.2f} MiB), {}".format(v, v / 1024, verdict(
                          v < GOALS8["hostile_vmhwm_kib"] and not h["errors"] and h["alive"],
