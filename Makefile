@@ -94,7 +94,9 @@ clean-fuzz:
 	rm -rf build-fuzz
 
 # Benchmark (bench/README.md): rdma-dp beside the smallest grpc-go device plugin, driven by a
-# grpc-go kubelet; prints the table (build/bench/table.md). BENCH_FLAGS=--quick for a smoke run.
+# grpc-go kubelet, and rdma-dp's own figures (rescan-time, Allocate/GetInfo during rescans,
+# memory under hostile peers); prints the table (build/bench/table.md). About 2.5 minutes once
+# the fixtures (90 s the first time) and the Go programs exist. BENCH_FLAGS=--quick: a smoke run.
 # Its Go toolchain comes from `install-deps.sh bench`, never from make check.
 .PHONY: bench
 bench: build

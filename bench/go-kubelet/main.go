@@ -16,6 +16,11 @@
 //	rescans    -rescans SIGHUPs, each waited for until a stderr line containing -marker:
 //	           wall ns and CPU ns (sum of the threads' /proc/<pid>/task/*/schedstat), and how
 //	           many ListAndWatch messages arrived meanwhile (none is right when nothing changed)
+//	rescan_allocate  with -rescan-allocs: a second client goroutine calls Allocate back to back
+//	           for the whole rescan phase (-rescan-gap between the end of one rescan and the next
+//	           SIGHUP); latencies (ns) of the calls that overlapped a rescan (SIGHUP sent to
+//	           -marker seen) and of those that did not (rescan_allocate_outside). The CPU figure
+//	           of such a run includes the Allocate calls.
 package main
 
 import (
@@ -50,6 +55,8 @@ var (
 	allocID  = flag.String("alloc-id", "0", "the unit ID each Allocate asks for")
 	rereg    = flag.Int("rereg", 0, "kubelet restarts")
 	rescans  = flag.Int("rescans", 0, "SIGHUP rescans")
+	rescanAl = flag.Bool("rescan-allocs", false, "call Allocate back to back during the rescans")
+	rescanGp = flag.Duration("rescan-gap", 0, "pause between the end of a rescan and the next SIGHUP")
 	marker   = flag.String("marker", "event=rescanned", "stderr text that ends a rescan")
 	logPath  = flag.String("log", "", "append the plugin's stderr to this file")
 	timeout  = flag.Duration("timeout", 60*time.Second, "limit of each wait")
@@ -311,6 +318,27 @@ func stats(v []int64) map[string]int64 {
 		"p99": q(0.99), "max": s[len(s)-1], "mean": sum / int64(len(s))}
 }
 
+type allocCall struct{ start, end time.Time }
+
+// allocLoop: Allocate calls back to back on the kubelet's connection until stop is closed.
+func allocLoop(cl *pb.DevicePluginClient, stop <-chan struct{}) []allocCall {
+	req := &pb.AllocateRequest{ContainerRequests: []*pb.ContainerAllocateRequest{{DevicesIds: []string{*allocID}}}}
+	var out []allocCall
+	for {
+		select {
+		case <-stop:
+			return out
+		default:
+		}
+		t := time.Now()
+		_, err := cl.Allocate(context.Background(), req)
+		out = append(out, allocCall{t, time.Now()})
+		if err != nil {
+			die("Allocate during the rescans: %v", err)
+		}
+	}
+}
+
 func main() {
 	flag.Parse()
 	args := flag.Args()
@@ -425,6 +453,20 @@ func main() {
 			}
 		}
 		var wall, cpu []int64
+		var windows [][2]time.Time // [SIGHUP sent, marker seen]
+		var calls []allocCall
+		stopAl := make(chan struct{})
+		doneAl := make(chan struct{})
+		if *rescanAl {
+			k.mu.Lock()
+			cl := k.client
+			k.mu.Unlock()
+			go func() {
+				calls = allocLoop(cl, stopAl)
+				close(doneAl)
+			}()
+			time.Sleep(*rescanGp)
+		}
 		for i := 0; i < *rescans; i++ {
 			cpu0 := cpuNs(pid)
 			t0 := time.Now()
@@ -432,10 +474,33 @@ func main() {
 			select {
 			case t := <-c.marks:
 				wall = append(wall, t.Sub(t0).Nanoseconds())
+				windows = append(windows, [2]time.Time{t0, t})
 			case <-time.After(*timeout):
 				die("no %q line within %v after SIGHUP %d", *marker, *timeout, i)
 			}
 			cpu = append(cpu, cpuNs(pid)-cpu0)
+			time.Sleep(*rescanGp)
+		}
+		if *rescanAl {
+			close(stopAl)
+			<-doneAl
+			var in, out []int64
+			for _, a := range calls {
+				hit := false
+				for _, w := range windows {
+					if a.start.Before(w[1]) && a.end.After(w[0]) {
+						hit = true
+						break
+					}
+				}
+				if hit {
+					in = append(in, a.end.Sub(a.start).Nanoseconds())
+				} else {
+					out = append(out, a.end.Sub(a.start).Nanoseconds())
+				}
+			}
+			res["rescan_allocate"] = stats(in)
+			res["rescan_allocate_outside"] = stats(out)
 		}
 		time.Sleep(300 * time.Millisecond)
 		msgs := 0
