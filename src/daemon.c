@@ -29,6 +29,7 @@
 #include "hostwatch.h"
 #include "confwatch.h"
 #include <fcntl.h>
+#include <malloc.h>
 
 #define KUBELET_SOCK "kubelet.sock"
 #define REWATCH_USEC (1000 * 1000ULL)
@@ -225,6 +226,13 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 		(unsigned long long)(res->usec / 1000));
 	if (res->result > 0 || d->pools_stale)
 		update_pools(d, res->why);
+	/*
+	 * A full discovery of a large node allocates a few MiB and frees most of it again (the
+	 * previous model, the records): give that back to the kernel rather than keep it
+	 * resident until the next one.
+	 */
+	if (res->full)
+		malloc_trim(0);
 	/* Parked Allocate calls whose rescan found nothing new get their final answer. */
 	if (refresh)
 		rdp_resources_refreshed(d->res);
@@ -772,6 +780,11 @@ static int daemon_setup(struct daemon *d)
 		rdp_registration_mode_name(d->mode), d->auto_mode,
 		d->config->n_resources, d->config->periodic_update_interval);
 
+	/*
+	 * One malloc arena for both threads: the scan worker's allocations (the host model it
+	 * hands over) are freed by the loop, and a second arena would only hold on to them.
+	 */
+	(void)mallopt(M_ARENA_MAX, 1);
 	k = rdp_state_dir(sock_dir(d), &d->state_dir);
 	if (k >= 0)
 		k = rdp_lock_new(d->state_dir, &d->lock);

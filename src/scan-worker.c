@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "event.h"
@@ -43,6 +45,12 @@ static void *thread_main(void *arg)
 {
 	struct rdp_scan_worker *w = arg;
 
+	/*
+	 * The lowest priority for this thread only (Linux: a nice value is per thread): inside the
+	 * pod's CPU limit the loop answering kubelet runs first, the scan takes what is left.
+	 * Lowering one's own priority needs no privilege; a failure changes nothing else.
+	 */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), RDP_SCAN_WORKER_NICE);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		enum rdp_scan_mode mode;

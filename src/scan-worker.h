@@ -8,7 +8,8 @@
  * asked for, the first reason kept). When a scan ends, the thread wakes the loop through an
  * eventfd and the done callback runs on the loop, where rdp_scanner_host() of the scanner may
  * be read: the thread does not touch the scanner again until the callback has returned.
- * Between scans the scanner is the loop's (rdp_scan_worker_scan_now() for start-up).
+ * Between scans the scanner is the loop's (rdp_scan_worker_scan_now() for start-up). The
+ * thread runs at nice RDP_SCAN_WORKER_NICE.
  */
 #pragma once
 #include <stdbool.h>
@@ -20,6 +21,8 @@ struct rdp_event;
 struct rdp_scan_worker;
 
 #define RDP_SCAN_WHY_MAX 96
+/* The worker thread's nice value: kubelet's calls on the loop thread come first. */
+#define RDP_SCAN_WORKER_NICE 19
 
 struct rdp_scan_result {
 	int result; /* rdp_scanner_scan(): 1 changed, 0 unchanged, < 0 errno */
