@@ -26,13 +26,17 @@ check: deps check-release check-fuzz check-asan
 check-release:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
 	cmake --build build-check -j$(JOBS)
-	cd build-check && ctest --output-on-failure -j$(JOBS)
+	@rm -f build-check/pytest-junit.xml
+	cd build-check && ctest --output-on-failure -j$(JOBS); rc=$$?; cd .. && \
+		$(PY) scripts/test-summary.py build-check release; exit $$rc
 
 check-asan:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENABLE_WERROR=ON -DENABLE_SANITIZERS=ON >/dev/null
 	cmake --build build-asan -j$(JOBS)
+	@rm -f build-asan/pytest-junit.xml
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS); \
+		rc=$$?; cd .. && $(PY) scripts/test-summary.py build-asan asan; exit $$rc
 
 demo: build
 	@sh scripts/demo.sh build
