@@ -203,11 +203,15 @@ def test_unplug_replug(env):
     # The other NUMA node's pool is untouched.
     assert kl.capacity()["rdma/compute_ib_numa1"] == (63, 63)
 
+    m = d.mark()
     for dev in pool:
         sysfsgen.replug(node / "sys", node / "dev", env.node("dgx-h100"), dev)
     d.signal(signal.SIGHUP)
     c.wait_snapshot(lambda s: len(s.devices) == 63 and health(s) == {"Healthy"} and
                     topo(s) == {(0,)})
+    # The dev watch may rescan between two re-plugs: the snapshot is the same with one device
+    # back as with four, so wait for the state that has all of them.
+    d.wait_log("resource=" + res, "devices=" + ",".join(pool), start=m)
     assert [p for p, _, _ in specs(c.allocate(["0"]))] == full
     assert c.stream_error is None
 
