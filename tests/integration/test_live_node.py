@@ -205,3 +205,54 @@ def test_allocate_answers_during_full_rescans(env, scale_node):
     # The scans took long; no Allocate waited for one.
     assert max(scans) >= 20, scans
     assert max(latencies) * 1000 < max(scans) / 2 + 10, (scans, latencies)
+
+
+def _netns_tools():
+    for tool in ("unshare", "nsenter", "ip"):
+        if not shutil.which(tool):
+            return "no %s" % tool
+    r = subprocess.run(["unshare", "-n", "--", "ip", "link", "add", "v0", "type", "veth",
+                        "peer", "name", "v1"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return "cannot create a network namespace with a veth pair here: %s" % r.stderr.strip()
+    return None
+
+
+def test_link_down_and_up_reach_kubelet_within_a_second(env):
+    """The rtnetlink path end to end: the daemon runs in a network namespace of its own (its
+    netlink sockets see that namespace's links); a physical-like link there (a macvlan: not a
+    virtual kind the watch ignores) goes down with the port, and kubelet sees the units
+    Unhealthy within a second with periodicUpdateInterval 300; then up again."""
+    why = _netns_tools()
+    if why:
+        pytest.skip(why)
+    node = copy_node(env, "seed000")
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [seed_resource("a", 10)]})
+    import kubelet as K
+    d = K.Daemon(env.binary, config=cfg, sysfs=node / "sys", dev=node / "dev",
+                 kubelet_root=env.root, verbose=True, wrapper=("unshare", "-n", "--"))
+    env.daemons.append(d)
+    c = kl.wait_registered("rdma/a", units=10, healthy=10).client
+    d.wait_log("event=lock-taken")
+
+    def ip(*args):
+        subprocess.run(["nsenter", "-t", str(d.pid), "-n", "ip", *args], check=True,
+                       capture_output=True)
+
+    ip("link", "add", "v0", "type", "veth", "peer", "name", "v1")
+    ip("link", "add", "mv0", "link", "v0", "type", "macvlan")
+    ip("link", "set", "v1", "up")
+    ip("link", "set", "v0", "up")
+    ip("link", "set", "mv0", "up")
+    time.sleep(0.5)  # the watch learns mv0's state; no change of ours yet
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "DOWN")
+    m = d.mark()
+    ip("link", "set", "mv0", "down")
+    timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "link down")
+    line = d.wait_log("event=host-changed", start=m)
+    assert "mv0" in line, line  # the link event, not another watch
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "ACTIVE")
+    ip("link", "set", "mv0", "up")
+    timed_snapshot(c, lambda s: health(s) == {"Healthy"}, "link up")
+    assert "why=periodic" not in d.log()
