@@ -256,3 +256,28 @@ def test_link_down_and_up_reach_kubelet_within_a_second(env):
     ip("link", "set", "mv0", "up")
     timed_snapshot(c, lambda s: health(s) == {"Healthy"}, "link up")
     assert "why=periodic" not in d.log()
+
+
+def test_kernel_uevent_triggers_a_rescan(env):
+    """The uevent path end to end: a real kernel uevent (a `change` written to a PCI function's
+    uevent file, harmless) makes the daemon rescan at once; a device changed in the fixture
+    meanwhile reaches kubelet within a second."""
+    pci = "/sys/bus/pci/devices"
+    devs = sorted(os.listdir(pci)) if os.path.isdir(pci) else []
+    if not devs or not os.access(os.path.join(pci, devs[0], "uevent"), os.W_OK):
+        pytest.skip("no writable PCI uevent file on this machine")
+    node = copy_node(env, "seed000")
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [seed_resource("a", 10)]})
+    d = env.daemon(cfg, sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered("rdma/a", units=10, healthy=10).client
+    d.wait_log("event=lock-taken")
+    if "source=uevent" in d.log():
+        pytest.skip("kernel uevents are not receivable here: %s" % d.log())
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "DOWN")
+    m = d.mark()
+    with open(os.path.join(pci, devs[0], "uevent"), "w") as f:
+        f.write("change\n")
+    timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "uevent")
+    line = d.wait_log("event=host-changed", start=m)
+    assert "uevent" in line, line
