@@ -575,6 +575,16 @@ int main(void)
 		if (access(probe, F_OK) == 0)
 			test_node(fixtures, roce[i]);
 	}
+	/* The daemon's scanner with every field it does not serve left out. */
+	scan_flags = RDP_DISCOVER_SERVE;
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const nodes[] = {"roce-lag", "sriov", "rxe", "irdma-bnxt",
+						    "port-down"};
+
+		snprintf(probe, sizeof(probe), "%s/%s/sys", fixtures, nodes[i]);
+		if (access(probe, F_OK) == 0)
+			test_node(fixtures, nodes[i]);
+	}
 	scan_flags = 0;
 	snprintf(probe, sizeof(probe), "%s/sriov/sys", fixtures);
 	if (access(probe, F_OK) == 0)
