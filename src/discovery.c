@@ -650,7 +650,7 @@ static int fill_port(struct ctx *c, struct rdp_device *d, const char *ibdir, str
 			return r;
 	}
 
-	if (p->link_layer == RDP_LINK_ETHER)
+	if (p->link_layer == RDP_LINK_ETHER && !(c->flags & RDP_DISCOVER_NO_GID_TABLE))
 		return c->flags & RDP_DISCOVER_NO_GID_INDEX ? scan_gid_ndevs(c, d, portdir, p)
 							    : scan_gids(c, d, portdir, p);
 	return 0;

@@ -86,6 +86,12 @@ enum rdp_discover_flags {
 	 */
 	RDP_DISCOVER_SERVE =
 		RDP_DISCOVER_NO_GID_INDEX | RDP_DISCOVER_NO_FW_VER | RDP_DISCOVER_NO_LINK_DETAILS,
+	/*
+	 * No GID table read at all: no GID index (as RDP_DISCOVER_NO_GID_INDEX) and no netdevs
+	 * from gid_attrs/ndevs, only those of net/ and rxe's `parent`. In the daemon the
+	 * netdevs serve ifNames selectors only: for a config where no selector has ifNames.
+	 */
+	RDP_DISCOVER_NO_GID_TABLE = 1u << 3,
 };
 
 /* rdp_discover_record_at() with flags (enum rdp_discover_flags); ret_rec may be NULL. */

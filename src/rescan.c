@@ -707,7 +707,7 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 			    strcmp(buf, p->rate) != 0)
 				return false;
 		}
-		if (p->link_layer != RDP_LINK_ETHER)
+		if (p->link_layer != RDP_LINK_ETHER || (s->flags & RDP_DISCOVER_NO_GID_TABLE))
 			continue;
 		if (s->flags & RDP_DISCOVER_NO_GID_INDEX)
 			roce = true; /* after net/ and parent: see gid_netdevs() */
@@ -965,6 +965,14 @@ int rdp_scanner_scan(struct rdp_scanner *s, enum rdp_scan_mode mode)
 	s->stats.scans++;
 	s->stats.changed += r;
 	return r;
+}
+
+void rdp_scanner_set_flags(struct rdp_scanner *s, unsigned int flags)
+{
+	if (s->flags == flags)
+		return;
+	s->flags = flags;
+	s->c.fast_ok = false; /* the model was made with the old flags */
 }
 
 const struct rdp_host *rdp_scanner_host(const struct rdp_scanner *s)

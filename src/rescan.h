@@ -79,6 +79,13 @@ int rdp_scanner_new_flags(const char *sysfs_root, const char *dev_root, unsigned
 /* Accepts NULL, returns NULL. */
 struct rdp_scanner *rdp_scanner_free(struct rdp_scanner *s);
 
+/*
+ * Changes the discovery flags (e.g. RDP_DISCOVER_NO_GID_TABLE when a config without ifNames
+ * selectors is loaded, see discovery.h). The next scan is a full discovery with them; it
+ * returns 1 when its model differs from the one made with the old flags.
+ */
+void rdp_scanner_set_flags(struct rdp_scanner *s, unsigned int flags);
+
 enum rdp_scan_mode {
 	RDP_SCAN_AUTO, /* cheap checks first, a full discovery only when something differs */
 	RDP_SCAN_FULL, /* a full discovery in any case (e.g. on SIGHUP) */
