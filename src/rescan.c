@@ -277,62 +277,8 @@ static bool netset_same(struct netset *ns, const struct rdp_device *d)
 	return true;
 }
 
-/*
- * Where a cheap scan reads a device's attributes. Its PCI function's directory holds nearly
- * all of them (ibdir, numa_node, net/ and the netdevs' own directories): that directory is
- * opened once per device and scan, and paths below it are read from there with short paths
- * that follow no symlink (sysfs.h, rdp_sysfs_*_beneath): the same files as from the root,
- * at a fraction of the lookups. A path with a symlink on it fails there (-ELOOP), which makes
- * the scan a full discovery. Other paths, and all of them where openat2 is not used, are
- * read from the root.
- */
-struct anchor {
-	int sys; /* the sysfs root */
-	int fd; /* the directory dir, O_PATH; -1: none */
-	const char *dir;
-	size_t len;
-};
-
-#define ROOT_ANCHOR(s) ((struct anchor){.sys = (s), .fd = -1})
-
-/* path relative to a's directory, or NULL when it is not below it. */
-static const char *anchor_rel(const struct anchor *a, const char *path)
-{
-	if (a->fd < 0 || strncmp(path, a->dir, a->len) != 0 || path[a->len] != '/')
-		return NULL;
-	return path + a->len + 1;
-}
-
-static int anchor_read(const struct anchor *a, const char *path, char *buf, size_t size)
-{
-	const char *rel = anchor_rel(a, path);
-	int r;
-
-	if (rel) {
-		r = rdp_sysfs_read_attr_beneath(a->fd, rel, buf, size);
-		if (r != -EOPNOTSUPP)
-			return r;
-	}
-	return rdp_sysfs_read_attr(a->sys, path, buf, size);
-}
-
-static int anchor_scan(const struct anchor *a, const char *path, rdp_sysfs_entry_cb cb,
-		       void *userdata)
-{
-	const char *rel = anchor_rel(a, path);
-	int r;
-
-	if (rel) {
-		r = rdp_sysfs_scan_dir_beneath(a->fd, rel, cb, userdata);
-		if (r != -EOPNOTSUPP)
-			return r;
-	}
-	return rdp_sysfs_scan_dir(a->sys, path, cb, userdata);
-}
-
 /* Reads the attribute at the formatted path. Returns its length or a negative errno. */
-static _printf_(4, 5) int read_fmt(const struct anchor *a, char *buf, size_t size,
-				   const char *fmt, ...)
+static _printf_(4, 5) int read_fmt(int sys, char *buf, size_t size, const char *fmt, ...)
 {
 	char path[RDP_SYSFS_PATH_MAX];
 	va_list ap;
@@ -343,19 +289,18 @@ static _printf_(4, 5) int read_fmt(const struct anchor *a, char *buf, size_t siz
 	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
-	return anchor_read(a, path, buf, size);
+	return rdp_sysfs_read_attr(sys, path, buf, size);
 }
 
 /* A state attribute reads as it did ("4: ACTIVE"), with discovery's buffer sizes. */
-static bool state_same(const struct anchor *a, const char *ibdir, unsigned int port,
-		       const char *attr, int num,
+static bool state_same(int sys, const char *ibdir, unsigned int port, const char *attr, int num,
 		       const char *name, size_t name_size)
 {
 	char buf[128], nm[32];
 	int v;
 
 	if (name_size > sizeof(nm) ||
-	    read_fmt(a, buf, sizeof(buf), "%s/ports/%u/%s", ibdir, port, attr) < 0 ||
+	    read_fmt(sys, buf, sizeof(buf), "%s/ports/%u/%s", ibdir, port, attr) < 0 ||
 	    rdp_parse_state(buf, &v, nm, name_size) < 0)
 		return false;
 	return v == num && strcmp(nm, name) == 0;
@@ -418,13 +363,13 @@ static bool gid_slots_same(int sys, const char *ibdir, const struct rdp_port *p,
  * An Ethernet port's GID table, read as discovery reads it: the netdevs named by valid slots
  * go to ns, and the first RoCE v2 slot holding an IPv4-mapped GID must be the model's.
  */
-static bool gids_same(const struct anchor *a, const char *ibdir, const struct rdp_port *p,
+static bool gids_same(int sys, const char *ibdir, const struct rdp_port *p,
 		      const struct rdp_discovery_port *rp, struct netset *ns)
 {
 	char type[32], ndev[64], gidbuf[64];
 	int index = -1;
 
-	if (!gid_slots_same(a->sys, ibdir, p, rp))
+	if (!gid_slots_same(sys, ibdir, p, rp))
 		return false;
 	if (!rp->gids_listed)
 		return p->roce_v2_ipv4_gid_index < 0;
@@ -434,16 +379,16 @@ static bool gids_same(const struct anchor *a, const char *ibdir, const struct rd
 
 		/* An empty slot fails (EINVAL; an empty file in fixtures): skipped, as discovery.
 		 */
-		if (read_fmt(a, type, sizeof(type), "%s/ports/%u/gid_attrs/types/%u", ibdir,
+		if (read_fmt(sys, type, sizeof(type), "%s/ports/%u/gid_attrs/types/%u", ibdir,
 			     p->num, slot) <= 0)
 			continue;
-		if (read_fmt(a, ndev, sizeof(ndev), "%s/ports/%u/gid_attrs/ndevs/%u", ibdir,
+		if (read_fmt(sys, ndev, sizeof(ndev), "%s/ports/%u/gid_attrs/ndevs/%u", ibdir,
 			     p->num, slot) > 0 &&
 		    rdp_is_ifname(ndev))
 			netset_add(ns, ndev);
 		if (index >= 0 || strcmp(type, "RoCE v2") != 0)
 			continue;
-		if (read_fmt(a, gidbuf, sizeof(gidbuf), "%s/ports/%u/gids/%u", ibdir, p->num,
+		if (read_fmt(sys, gidbuf, sizeof(gidbuf), "%s/ports/%u/gids/%u", ibdir, p->num,
 			     slot) <= 0)
 			continue;
 		if (rdp_parse_gid(gidbuf, gid) == 0 && rdp_gid_is_ipv4_mapped(gid))
@@ -548,7 +493,7 @@ static int upper_entry(int dirfd, const char *name, uint64_t ino, unsigned char 
  * netdevs this scan found in the device's net/ directory netdir (in_net) that path is used
  * as it is, which spares resolving the class link.
  */
-static bool uppers_known(const struct anchor *a, const struct rdp_device *d, const char *netdir,
+static bool uppers_known(int sys, const struct rdp_device *d, const char *netdir,
 			 const char (*in_net)[RDP_IFNAME_MAX], size_t n_in_net)
 {
 	char path[RDP_SYSFS_PATH_MAX];
@@ -565,7 +510,7 @@ static bool uppers_known(const struct anchor *a, const struct rdp_device *d, con
 			  : (size_t)snprintf(path, sizeof(path), "class/net/%s", d->netdevs[i]);
 		if (n >= sizeof(path))
 			return false;
-		r = anchor_scan(a, path, upper_entry, &w);
+		r = rdp_sysfs_scan_dir(sys, path, upper_entry, &w);
 		if (w.unknown || (r < 0 && r != -ENOENT))
 			return false;
 	}
@@ -596,13 +541,13 @@ static int net_entry(int dirfd, const char *name, uint64_t ino, unsigned char ty
 }
 
 /* Lists <dir>/net into w. Returns 0 or a negative errno. */
-static int list_net(const struct anchor *a, const char *dir, struct net_walk *w)
+static int list_net(int sys, const char *dir, struct net_walk *w)
 {
 	char path[RDP_SYSFS_PATH_MAX];
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/net", dir) >= sizeof(path))
 		return -ENAMETOOLONG;
-	return anchor_scan(a, path, net_entry, w);
+	return rdp_sysfs_scan_dir(sys, path, net_entry, w);
 }
 
 /* A VF's PF: its first netdev, once per scan, as discovery's pf_load() finds it. */
@@ -616,8 +561,7 @@ static const char *pf_netdev(struct rdp_scanner *s, size_t pf)
 	s->c.pf_gen[pf] = s->gen;
 	first[0] = '\0';
 	/* discovery lists at most RDP_MAX_NETDEVS entries and takes none when there are more */
-	if (list_net(&ROOT_ANCHOR(s->sys), s->c.rec->pf_dirs[pf], &w) < 0 ||
-	    w.n > RDP_MAX_NETDEVS)
+	if (list_net(s->sys, s->c.rec->pf_dirs[pf], &w) < 0 || w.n > RDP_MAX_NETDEVS)
 		first[0] = '\0';
 	return first;
 }
@@ -650,12 +594,12 @@ static bool netset_covers(const struct netset *ns, const struct rdp_device *d)
  * named a netdev at the last full discovery are read again; with an unknown upper device,
  * every slot is.
  */
-static bool gid_netdevs(struct rdp_scanner *s, const struct anchor *a, const struct rdp_device *d,
+static bool gid_netdevs(struct rdp_scanner *s, const struct rdp_device *d,
 			const struct rdp_discovery_device *rd, struct netset *ns, size_t n_net)
 {
 	bool all_slots;
 
-	all_slots = !uppers_known(a, d, rd->netdir, ns->v, n_net);
+	all_slots = !uppers_known(s->sys, d, rd->netdir, ns->v, n_net);
 	if (!all_slots && d->n_netdevs < RDP_MAX_NETDEVS && netset_covers(ns, d))
 		return true;
 	for (size_t i = 0; i < d->n_ports; i++)
@@ -671,8 +615,6 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 {
 	char buf[128];
 	struct netset ns;
-	_cleanup_close_ int pci_fd = -1;
-	struct anchor a;
 	bool roce = false;
 	size_t n_net;
 	int r;
@@ -681,28 +623,24 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 	ns.overflow = false;
 	if (!rd->ibdir || !rd->pci || !rd->netdir || rd->n_ports != d->n_ports)
 		return false;
-	/* Without it every path is read from the root: slower, the same answers. */
-	if (*rd->pci)
-		pci_fd = rdp_sysfs_open(s->sys, rd->pci, O_PATH | O_DIRECTORY);
-	a = (struct anchor){.sys = s->sys, .fd = pci_fd, .dir = rd->pci, .len = strlen(rd->pci)};
 
 	if (!(s->flags & RDP_DISCOVER_NO_FW_VER) &&
-	    (read_fmt(&a, buf, sizeof(d->fw_ver), "%s/fw_ver", rd->ibdir) < 0 ||
+	    (read_fmt(s->sys, buf, sizeof(d->fw_ver), "%s/fw_ver", rd->ibdir) < 0 ||
 	     strcmp(buf, d->fw_ver) != 0))
 		return false;
 
 	for (size_t i = 0; i < d->n_ports; i++) {
 		const struct rdp_port *p = &d->ports[i];
 
-		if (!state_same(&a, rd->ibdir, p->num, "state", p->state, p->state_name,
+		if (!state_same(s->sys, rd->ibdir, p->num, "state", p->state, p->state_name,
 				sizeof(p->state_name)))
 			return false;
 		if (!(s->flags & RDP_DISCOVER_NO_LINK_DETAILS)) {
-			if (!state_same(&a, rd->ibdir, p->num, "phys_state", p->phys_state,
+			if (!state_same(s->sys, rd->ibdir, p->num, "phys_state", p->phys_state,
 					p->phys_state_name, sizeof(p->phys_state_name)))
 				return false;
 			/* p->rate is one that parsed: an equal one parses too */
-			if (read_fmt(&a, buf, sizeof(buf), "%s/ports/%u/rate", rd->ibdir,
+			if (read_fmt(s->sys, buf, sizeof(buf), "%s/ports/%u/rate", rd->ibdir,
 				     p->num) < 0 ||
 			    strcmp(buf, p->rate) != 0)
 				return false;
@@ -711,14 +649,14 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 			continue;
 		if (s->flags & RDP_DISCOVER_NO_GID_INDEX)
 			roce = true; /* after net/ and parent: see gid_netdevs() */
-		else if (!gids_same(&a, rd->ibdir, p, &rd->ports[i], &ns))
+		else if (!gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns))
 			return false;
 	}
 
 	if (*rd->pci) {
 		int numa = -1;
 
-		r = read_fmt(&a, buf, sizeof(buf), "%s/numa_node", rd->pci);
+		r = read_fmt(s->sys, buf, sizeof(buf), "%s/numa_node", rd->pci);
 		if ((r < 0 && r != -ENOENT) || (r >= 0 && rdp_parse_numa_node(buf, &numa) < 0) ||
 		    numa != d->numa_node)
 			return false;
@@ -727,20 +665,20 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 	if (*rd->netdir) {
 		struct net_walk w = {.ns = &ns};
 
-		r = list_net(&a, rd->netdir, &w);
+		r = list_net(s->sys, rd->netdir, &w);
 		/* More entries than discovery lists is a problem there; any error is doubt. */
 		if ((r < 0 && r != -ENOENT) || w.n > RDP_MAX_NETDEVS)
 			return false;
 	}
 	n_net = ns.n; /* ns.v[0, n_net): the netdevs of net/ (ns was empty before) */
 	if (rd->has_parent) {
-		r = read_fmt(&a, buf, sizeof(buf), "%s/parent", rd->ibdir);
+		r = read_fmt(s->sys, buf, sizeof(buf), "%s/parent", rd->ibdir);
 		if (r > 0 && rdp_is_ifname(buf))
 			netset_add(&ns, buf);
 		else if (r < 0 && r != -ENOENT)
 			return false;
 	}
-	if (roce && !gid_netdevs(s, &a, d, rd, &ns, n_net))
+	if (roce && !gid_netdevs(s, d, rd, &ns, n_net))
 		return false;
 	if (!netset_same(&ns, d))
 		return false;

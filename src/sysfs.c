@@ -246,26 +246,6 @@ int rdp_sysfs_open(int root, const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-int rdp_sysfs_open_beneath(int dirfd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd, tries = 0;
-
-	if (!have_openat2)
-		return -EOPNOTSUPP;
-	do
-		fd = (int)syscall(SYS_openat2, dirfd, *path ? path : ".", &how, sizeof(how));
-	while (fd < 0 && (errno == EAGAIN || errno == EINTR) && ++tries < 8);
-	if (fd >= 0)
-		return fd;
-	if (errno == ENOSYS || errno == EPERM || errno == E2BIG)
-		return -EOPNOTSUPP;
-	return -errno;
-}
-
 bool rdp_sysfs_exists(int root, const char *path)
 {
 	int fd = rdp_sysfs_open(root, path, O_PATH);
@@ -283,16 +263,6 @@ int rdp_sysfs_read_attr(int root, const char *path, char *buf, size_t size)
 	_cleanup_close_ int fd = -1;
 
 	fd = rdp_sysfs_open(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return fd;
-	return read_fd(fd, buf, size);
-}
-
-int rdp_sysfs_read_attr_beneath(int dirfd, const char *path, char *buf, size_t size)
-{
-	_cleanup_close_ int fd = -1;
-
-	fd = rdp_sysfs_open_beneath(dirfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return fd;
 	return read_fd(fd, buf, size);
@@ -455,34 +425,15 @@ int rdp_sysfs_list_dir(int root, const char *path, size_t max, char ***ret_names
 	return 0;
 }
 
-static int scan_fd(int fd, rdp_sysfs_entry_cb cb, void *userdata);
-
 int rdp_sysfs_scan_dir(int root, const char *path, rdp_sysfs_entry_cb cb, void *userdata)
 {
+	/* 8 KiB: a few hundred entries per getdents64() call, and small enough for any stack. */
+	char buf[8192] __attribute__((aligned(8)));
 	_cleanup_close_ int fd = -1;
 
 	fd = rdp_sysfs_open(root, path, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return fd;
-	return scan_fd(fd, cb, userdata);
-}
-
-int rdp_sysfs_scan_dir_beneath(int dirfd, const char *path, rdp_sysfs_entry_cb cb,
-			       void *userdata)
-{
-	_cleanup_close_ int fd = -1;
-
-	fd = rdp_sysfs_open_beneath(dirfd, path, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return fd;
-	return scan_fd(fd, cb, userdata);
-}
-
-static int scan_fd(int fd, rdp_sysfs_entry_cb cb, void *userdata)
-{
-	/* 8 KiB: a few hundred entries per getdents64() call, and small enough for any stack. */
-	char buf[8192] __attribute__((aligned(8)));
-
 	for (;;) {
 		ssize_t n = getdents64(fd, buf, sizeof(buf));
 

@@ -99,21 +99,6 @@ typedef int (*rdp_sysfs_entry_cb)(int dirfd, const char *name, uint64_t ino, uns
  */
 int rdp_sysfs_scan_dir(int root, const char *path, rdp_sysfs_entry_cb cb, void *userdata);
 
-/*
- * Below a directory found by rdp_sysfs_open() (dirfd, O_PATH is enough), for reading many
- * entries under one directory without resolving its path from the root each time: path is
- * relative to dirfd and no symlink is followed on the way (openat2 RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS), so what is read is what the same path from the root reads wherever
- * the path holds no symlink, and an error (-ELOOP, -EXDEV) where it does. Where openat2 is
- * not used (rdp_sysfs_use_openat2(), an old kernel) they fail with -EOPNOTSUPP: resolve
- * from the root instead. Otherwise as rdp_sysfs_open(), rdp_sysfs_read_attr() and
- * rdp_sysfs_scan_dir().
- */
-int rdp_sysfs_open_beneath(int dirfd, const char *path, int flags);
-int rdp_sysfs_read_attr_beneath(int dirfd, const char *path, char *buf, size_t size);
-int rdp_sysfs_scan_dir_beneath(int dirfd, const char *path, rdp_sysfs_entry_cb cb,
-			       void *userdata);
-
 /* The last component of a relative or absolute path ("a/b" -> "b"; "" -> ""). */
 const char *rdp_path_basename(const char *path);
 

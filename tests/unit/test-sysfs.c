@@ -277,48 +277,6 @@ static void test_links_and_lists(int root)
 	EXPECT_STREQ(rdp_path_basename(""), "");
 }
 
-static int count_entry(int dirfd, const char *name, uint64_t ino, unsigned char type,
-		       void *userdata)
-{
-	(void)dirfd;
-	(void)name;
-	(void)ino;
-	(void)type;
-	++*(int *)userdata;
-	return 0;
-}
-
-/* Reads below a directory: the same files as from the root, never through a symlink. */
-static void test_beneath(int root)
-{
-	char buf[64];
-	int a, n = 0;
-
-	a = rdp_sysfs_open(root, "a", O_PATH | O_DIRECTORY);
-	EXPECT_TRUE(a >= 0);
-	if (a < 0)
-		return;
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(a, "b/c", buf, sizeof(buf)), 1);
-	EXPECT_STREQ(buf, "x");
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(a, "b/none", buf, sizeof(buf)), -ENOENT);
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(a, "../attrs/nl", buf, sizeof(buf)), -EXDEV);
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(root, "link_rel/c", buf, sizeof(buf)), -ELOOP);
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(root, "esc", buf, sizeof(buf)), -ELOOP);
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(root, "dangling", buf, sizeof(buf)), -ELOOP);
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(root, "attrs/over", buf, sizeof(buf)), -EFBIG);
-	EXPECT_EQ(rdp_sysfs_scan_dir_beneath(root, "list", count_entry, &n), 0);
-	EXPECT_EQ(n, 5);
-	EXPECT_EQ(rdp_sysfs_scan_dir_beneath(root, "link_abs", count_entry, &n), -ELOOP);
-	EXPECT_EQ(rdp_sysfs_scan_dir_beneath(root, "attrs/nl", count_entry, &n), -ENOTDIR);
-	EXPECT_EQ(n, 5);
-	/* Without openat2: refused, the caller reads from the root. */
-	rdp_sysfs_use_openat2(false);
-	EXPECT_EQ(rdp_sysfs_read_attr_beneath(a, "b/c", buf, sizeof(buf)), -EOPNOTSUPP);
-	EXPECT_EQ(rdp_sysfs_scan_dir_beneath(root, "list", count_entry, &n), -EOPNOTSUPP);
-	rdp_sysfs_use_openat2(true);
-	close(a);
-}
-
 static void test_open_root(void)
 {
 	int fd = -1;
@@ -660,7 +618,6 @@ int main(void)
 	test_read_attr(root);
 	test_links(root);
 	test_links_and_lists(root);
-	test_beneath(root);
 	test_open_root();
 	test_parse_long();
 	test_parse_state();
