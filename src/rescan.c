@@ -670,7 +670,8 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		if ((r < 0 && r != -ENOENT) || w.n > RDP_MAX_NETDEVS)
 			return false;
 	}
-	n_net = ns.n; /* ns.v[0, n_net): the netdevs of net/ (ns was empty before) */
+	/* With RDP_DISCOVER_NO_GID_INDEX (roce), ns was empty before: ns.v[0, n_net) is net/ */
+	n_net = ns.n;
 	if (rd->has_parent) {
 		r = read_fmt(s->sys, buf, sizeof(buf), "%s/parent", rd->ibdir);
 		if (r > 0 && rdp_is_ifname(buf))
