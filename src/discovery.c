@@ -616,10 +616,12 @@ static int fill_port(struct ctx *c, struct rdp_device *d, const char *ibdir, str
 		       sizeof(p->state_name));
 	if (r < 0)
 		return r;
-	r = read_state(c, d, portdir, p->num, "phys_state", &p->phys_state, p->phys_state_name,
-		       sizeof(p->phys_state_name));
-	if (r < 0)
-		return r;
+	if (!(c->flags & RDP_DISCOVER_NO_LINK_DETAILS)) {
+		r = read_state(c, d, portdir, p->num, "phys_state", &p->phys_state,
+			       p->phys_state_name, sizeof(p->phys_state_name));
+		if (r < 0)
+			return r;
+	}
 
 	snprintf(label, sizeof(label), "ports/%u/link_layer", p->num);
 	r = read_attr(c, d, portdir, "link_layer", label, false, buf, sizeof(buf));
@@ -633,8 +635,12 @@ static int fill_port(struct ctx *c, struct rdp_device *d, const char *ibdir, str
 			return r;
 	}
 
-	snprintf(label, sizeof(label), "ports/%u/rate", p->num);
-	r = read_attr(c, d, portdir, "rate", label, false, buf, sizeof(buf));
+	if (c->flags & RDP_DISCOVER_NO_LINK_DETAILS) {
+		r = 0;
+	} else {
+		snprintf(label, sizeof(label), "ports/%u/rate", p->num);
+		r = read_attr(c, d, portdir, "rate", label, false, buf, sizeof(buf));
+	}
 	if (r < 0)
 		return r;
 	if (r > 0) {
@@ -644,7 +650,7 @@ static int fill_port(struct ctx *c, struct rdp_device *d, const char *ibdir, str
 			return r;
 	}
 
-	if (p->link_layer == RDP_LINK_ETHER)
+	if (p->link_layer == RDP_LINK_ETHER && !(c->flags & RDP_DISCOVER_NO_GID_TABLE))
 		return c->flags & RDP_DISCOVER_NO_GID_INDEX ? scan_gid_ndevs(c, d, portdir, p)
 							    : scan_gids(c, d, portdir, p);
 	return 0;
@@ -1030,9 +1036,12 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 		r = unparsable(d, "node_guid", buf);
 	if (r < 0)
 		return r;
-	r = read_attr(c, d, ibdir, "fw_ver", "fw_ver", false, d->fw_ver, sizeof(d->fw_ver));
-	if (r < 0)
-		return r;
+	if (!(c->flags & RDP_DISCOVER_NO_FW_VER)) {
+		r = read_attr(c, d, ibdir, "fw_ver", "fw_ver", false, d->fw_ver,
+			      sizeof(d->fw_ver));
+		if (r < 0)
+			return r;
+	}
 	/* hca_type is a driver attribute (mlx4, mlx5, ...): absent on others, no problem. */
 	r = read_attr(c, d, ibdir, "hca_type", "hca_type", true, d->hca_type, sizeof(d->hca_type));
 	if (r < 0)

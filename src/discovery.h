@@ -70,9 +70,28 @@ int rdp_discover_record_at(int sysfs_fd, int dev_fd, struct rdp_host **ret,
  *     read for their netdevs only (gid_attrs/ndevs/<i>, one read per slot, none of types/
  *     or gids/). The netdevs are those of a discovery without the flag on a kernel, where an
  *     empty slot fails to read in types/ and ndevs/ alike.
+ *   RDP_DISCOVER_NO_FW_VER, RDP_DISCOVER_NO_LINK_DETAILS: below. A value left out is never
+ *     read, so it makes no problem either (an unreadable rate is one without the flag).
  */
 enum rdp_discover_flags {
 	RDP_DISCOVER_NO_GID_INDEX = 1u << 0,
+	/* No fw_ver (left ""): not read. */
+	RDP_DISCOVER_NO_FW_VER = 1u << 1,
+	/* No phys_state (-1, "") and no rate ("") of the ports: not read. */
+	RDP_DISCOVER_NO_LINK_DETAILS = 1u << 2,
+	/*
+	 * What the daemon serves: selectors (PCI IDs, driver, netdevs, link layer, PF, NUMA node),
+	 * health (port state), TopologyInfo (NUMA node) and Allocate (char devices) use none of
+	 * the fields the three flags leave out; only `discover` and `check-config` show them.
+	 */
+	RDP_DISCOVER_SERVE =
+		RDP_DISCOVER_NO_GID_INDEX | RDP_DISCOVER_NO_FW_VER | RDP_DISCOVER_NO_LINK_DETAILS,
+	/*
+	 * No GID table read at all: no GID index (as RDP_DISCOVER_NO_GID_INDEX) and no netdevs
+	 * from gid_attrs/ndevs, only those of net/ and rxe's `parent`. In the daemon the
+	 * netdevs serve ifNames selectors only: for a config where no selector has ifNames.
+	 */
+	RDP_DISCOVER_NO_GID_TABLE = 1u << 3,
 };
 
 /* rdp_discover_record_at() with flags (enum rdp_discover_flags); ret_rec may be NULL. */

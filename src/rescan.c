@@ -485,20 +485,30 @@ static int upper_entry(int dirfd, const char *name, uint64_t ino, unsigned char 
  * The kernel gives a RoCE port's GID table entries only for the port's netdev and the devices
  * stacked on it (VLAN, macvlan, bond master; roce_gid_mgmt.c: is_eth_port_of_netdev_filter,
  * is_ndev_for_default_gid_filter), each visible as an upper_<name> link in the lower
- * device's class/net directory. When every upper device of every netdev of the model is in
- * the model, a slot that filled since the last full discovery can only name a netdev the
- * model has already: the netdevs are exact without reading the empty slots.
+ * device's directory. When every upper device of every netdev of the model is in the model,
+ * a slot that filled since the last full discovery can only name a netdev the model has
+ * already: the netdevs are exact without reading the empty slots.
+ *
+ * A netdev's directory is <parent>/net/<name>, which class/net/<name> links to; for the
+ * netdevs this scan found in the device's net/ directory netdir (in_net) that path is used
+ * as it is, which spares resolving the class link.
  */
-static bool uppers_known(int sys, const struct rdp_device *d)
+static bool uppers_known(int sys, const struct rdp_device *d, const char *netdir,
+			 const char (*in_net)[RDP_IFNAME_MAX], size_t n_in_net)
 {
 	char path[RDP_SYSFS_PATH_MAX];
 
 	for (size_t i = 0; i < d->n_netdevs; i++) {
 		struct upper_walk w = {.d = d};
+		bool local = false;
+		size_t n;
 		int r;
 
-		if ((size_t)snprintf(path, sizeof(path), "class/net/%s", d->netdevs[i]) >=
-		    sizeof(path))
+		for (size_t j = 0; j < n_in_net && !local; j++)
+			local = strcmp(in_net[j], d->netdevs[i]) == 0;
+		n = local ? (size_t)snprintf(path, sizeof(path), "%s/net/%s", netdir, d->netdevs[i])
+			  : (size_t)snprintf(path, sizeof(path), "class/net/%s", d->netdevs[i]);
+		if (n >= sizeof(path))
 			return false;
 		r = rdp_sysfs_scan_dir(sys, path, upper_entry, &w);
 		if (w.unknown || (r < 0 && r != -ENOENT))
@@ -556,13 +566,57 @@ static const char *pf_netdev(struct rdp_scanner *s, size_t pf)
 	return first;
 }
 
+/* The model's netdevs are exactly the names of ns (distinct names). */
+static bool netset_covers(const struct netset *ns, const struct rdp_device *d)
+{
+	if (ns->overflow || ns->n != d->n_netdevs)
+		return false;
+	for (size_t i = 0; i < ns->n; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < d->n_netdevs && !found; j++)
+			found = strcmp(ns->v[i], d->netdevs[j]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * RDP_DISCOVER_NO_GID_INDEX: the netdevs the GID tables of d's Ethernet ports add to ns (which
+ * holds those of net/ and `parent` already).
+ *
+ * Discovery's netdevs are N = NET | PARENT | GID. When uppers_known(), a slot can name only a
+ * netdev of the model (see there), so GID (now) is within the model's netdevs. If NET | PARENT
+ * (read in this scan) are already all the model's netdevs, N is the model's whatever the
+ * slots say: none is read. This is the common case: the slots name the port's own netdev,
+ * which net/ lists. Otherwise (bond0 of a RoCE LAG, a VLAN with an address) the slots that
+ * named a netdev at the last full discovery are read again; with an unknown upper device,
+ * every slot is.
+ */
+static bool gid_netdevs(struct rdp_scanner *s, const struct rdp_device *d,
+			const struct rdp_discovery_device *rd, struct netset *ns, size_t n_net)
+{
+	bool all_slots;
+
+	all_slots = !uppers_known(s->sys, d, rd->netdir, ns->v, n_net);
+	if (!all_slots && d->n_netdevs < RDP_MAX_NETDEVS && netset_covers(ns, d))
+		return true;
+	for (size_t i = 0; i < d->n_ports; i++)
+		if (d->ports[i].link_layer == RDP_LINK_ETHER &&
+		    !gid_ndevs_read(s->sys, rd->ibdir, &d->ports[i], &rd->ports[i], all_slots, ns))
+			return false;
+	return true;
+}
+
 /* Whether a full discovery of this one device would give d again (d has no problems). */
 static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 			const struct rdp_discovery_device *rd)
 {
 	char buf[128];
 	struct netset ns;
-	bool roce = false, all_slots = false;
+	bool roce = false;
+	size_t n_net;
 	int r;
 
 	ns.n = 0;
@@ -570,33 +624,33 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 	if (!rd->ibdir || !rd->pci || !rd->netdir || rd->n_ports != d->n_ports)
 		return false;
 
-	if (read_fmt(s->sys, buf, sizeof(d->fw_ver), "%s/fw_ver", rd->ibdir) < 0 ||
-	    strcmp(buf, d->fw_ver) != 0)
+	if (!(s->flags & RDP_DISCOVER_NO_FW_VER) &&
+	    (read_fmt(s->sys, buf, sizeof(d->fw_ver), "%s/fw_ver", rd->ibdir) < 0 ||
+	     strcmp(buf, d->fw_ver) != 0))
 		return false;
 
 	for (size_t i = 0; i < d->n_ports; i++) {
 		const struct rdp_port *p = &d->ports[i];
 
 		if (!state_same(s->sys, rd->ibdir, p->num, "state", p->state, p->state_name,
-				sizeof(p->state_name)) ||
-		    !state_same(s->sys, rd->ibdir, p->num, "phys_state", p->phys_state,
-				p->phys_state_name, sizeof(p->phys_state_name)))
+				sizeof(p->state_name)))
 			return false;
-		if (read_fmt(s->sys, buf, sizeof(buf), "%s/ports/%u/rate", rd->ibdir, p->num) < 0 ||
-		    strcmp(buf, p->rate) != 0)
-			return false; /* p->rate is one that parsed: an equal one parses too */
-		if (p->link_layer != RDP_LINK_ETHER)
-			continue;
-		if (s->flags & RDP_DISCOVER_NO_GID_INDEX) {
-			/* An upper device the model lacks may have GIDs: read the whole table. */
-			if (!roce)
-				all_slots = !uppers_known(s->sys, d);
-			roce = true;
-			if (!gid_ndevs_read(s->sys, rd->ibdir, p, &rd->ports[i], all_slots, &ns))
+		if (!(s->flags & RDP_DISCOVER_NO_LINK_DETAILS)) {
+			if (!state_same(s->sys, rd->ibdir, p->num, "phys_state", p->phys_state,
+					p->phys_state_name, sizeof(p->phys_state_name)))
 				return false;
-		} else if (!gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns)) {
-			return false;
+			/* p->rate is one that parsed: an equal one parses too */
+			if (read_fmt(s->sys, buf, sizeof(buf), "%s/ports/%u/rate", rd->ibdir,
+				     p->num) < 0 ||
+			    strcmp(buf, p->rate) != 0)
+				return false;
 		}
+		if (p->link_layer != RDP_LINK_ETHER || (s->flags & RDP_DISCOVER_NO_GID_TABLE))
+			continue;
+		if (s->flags & RDP_DISCOVER_NO_GID_INDEX)
+			roce = true; /* after net/ and parent: see gid_netdevs() */
+		else if (!gids_same(s->sys, rd->ibdir, p, &rd->ports[i], &ns))
+			return false;
 	}
 
 	if (*rd->pci) {
@@ -616,6 +670,8 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		if ((r < 0 && r != -ENOENT) || w.n > RDP_MAX_NETDEVS)
 			return false;
 	}
+	/* With RDP_DISCOVER_NO_GID_INDEX (roce), ns was empty before: ns.v[0, n_net) is net/ */
+	n_net = ns.n;
 	if (rd->has_parent) {
 		r = read_fmt(s->sys, buf, sizeof(buf), "%s/parent", rd->ibdir);
 		if (r > 0 && rdp_is_ifname(buf))
@@ -623,6 +679,8 @@ static bool device_same(struct rdp_scanner *s, const struct rdp_device *d,
 		else if (r < 0 && r != -ENOENT)
 			return false;
 	}
+	if (roce && !gid_netdevs(s, d, rd, &ns, n_net))
+		return false;
 	if (!netset_same(&ns, d))
 		return false;
 
@@ -846,6 +904,14 @@ int rdp_scanner_scan(struct rdp_scanner *s, enum rdp_scan_mode mode)
 	s->stats.scans++;
 	s->stats.changed += r;
 	return r;
+}
+
+void rdp_scanner_set_flags(struct rdp_scanner *s, unsigned int flags)
+{
+	if (s->flags == flags)
+		return;
+	s->flags = flags;
+	s->c.fast_ok = false; /* the model was made with the old flags */
 }
 
 const struct rdp_host *rdp_scanner_host(const struct rdp_scanner *s)

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rescan-time SYSFS_ROOT DEV_ROOT [N] [full|fast|both] [serve]: times N (default 20) full
- * discoveries and
- * N rescans of an unchanged host through a scanner, and prints the median and best wall and
+ * rescan-time SYSFS_ROOT DEV_ROOT [N] [full|fast|both] [FLAGS]: times N
+ * (default 20) full discoveries and N rescans of an unchanged host through a scanner, and prints the median and best wall and
  * CPU time of each, in ms. With "full" or "fast" it does only that kind, so that
  * `strace -c -f rescan-time ... 1 fast` counts the system calls of one cheap rescan (plus
  * the first, full, scan the scanner needs; run "full" alongside to subtract it).
- * "serve" uses the daemon's scanner flags (RDP_DISCOVER_NO_GID_INDEX, rescan.h) for both.
+ * "serve" uses the daemon's scanner flags (RDP_DISCOVER_SERVE, discovery.h and rescan.h) for
+ * both; "serve-no-gid-table" adds RDP_DISCOVER_NO_GID_TABLE (a config without ifNames
+ * selectors); "no-gid-index" is RDP_DISCOVER_NO_GID_INDEX alone (what the daemon passed
+ * before RDP_DISCOVER_SERVE).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,14 +64,19 @@ static int discover_flags(const char *sys, const char *dev, unsigned int flags,
 int main(int argc, char **argv)
 {
 	const char *only = argc > 4 ? argv[4] : "";
-	unsigned int flags = argc > 5 && strcmp(argv[5], "serve") == 0 ? RDP_DISCOVER_NO_GID_INDEX
-									: 0;
+	const char *fl = argc > 5 ? argv[5] : "";
+	unsigned int flags = strcmp(fl, "serve") == 0 ? RDP_DISCOVER_SERVE
+			     : strcmp(fl, "serve-no-gid-table") == 0
+				     ? RDP_DISCOVER_SERVE | RDP_DISCOVER_NO_GID_TABLE
+			     : strcmp(fl, "no-gid-index") == 0 ? RDP_DISCOVER_NO_GID_INDEX
+							       : 0;
 	struct rdp_scanner *s = NULL;
 	double *wall, *cpu;
 	int n, r;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s SYSFS_ROOT DEV_ROOT [N] [full|fast|both] [serve]\n",
+		fprintf(stderr, "usage: %s SYSFS_ROOT DEV_ROOT [N] [full|fast|both] "
+			"[serve|serve-no-gid-table|no-gid-index]\n",
 			argv[0]);
 		return 2;
 	}

@@ -534,6 +534,40 @@ static void test_failmalloc(const char *fixtures)
 	py("import shutil; shutil.rmtree('%s')", work);
 }
 
+/* New flags: the next scan is a full discovery with them, and says whether the model changed. */
+static void test_set_flags(const char *fixtures)
+{
+	static const unsigned int flags[] = {RDP_DISCOVER_SERVE,
+					     RDP_DISCOVER_SERVE | RDP_DISCOVER_NO_GID_TABLE,
+					     RDP_DISCOVER_SERVE};
+	struct rdp_scanner *s = NULL;
+	struct rdp_host *f;
+
+	snprintf(work, sizeof(work), "%s/rescan-%d-flags", getenv("TMPDIR") ?: "/tmp", getpid());
+	snprintf(sysdir, sizeof(sysdir), "%s/sys", work);
+	snprintf(devdir, sizeof(devdir), "%s/dev", work);
+	py("g.copy_node('%s/roce-lag', '%s')", fixtures, work);
+	EXPECT_EQ(rdp_scanner_new_flags(sysdir, devdir, flags[0], &s), 0);
+	EXPECT_EQ(rdp_scanner_scan(s, RDP_SCAN_AUTO), 1);
+	for (size_t i = 1; i < ARRAY_SIZE(flags); i++) {
+		rdp_scanner_set_flags(s, flags[i]);
+		/* bond0 is named only by mlx5_bond_0's GID table: it goes and comes back */
+		EXPECT_EQ(rdp_scanner_scan(s, RDP_SCAN_AUTO), 1);
+		EXPECT_TRUE(rdp_scanner_stats(s)->last_full);
+		scan_flags = flags[i];
+		f = full();
+		EXPECT_TRUE(rdp_host_equal(rdp_scanner_host(s), f));
+		rdp_host_free(f);
+		EXPECT_EQ(rdp_scanner_scan(s, RDP_SCAN_AUTO), 0);
+		EXPECT_TRUE(!rdp_scanner_stats(s)->last_full);
+		rdp_scanner_set_flags(s, flags[i]); /* the same: nothing to redo */
+		EXPECT_EQ(rdp_scanner_scan(s, RDP_SCAN_AUTO), 0);
+		EXPECT_TRUE(!rdp_scanner_stats(s)->last_full);
+	}
+	rdp_scanner_free(s);
+	py("import shutil; shutil.rmtree('%s')", work);
+}
+
 static void test_roots(void)
 {
 	struct rdp_scanner *s = NULL;
@@ -575,6 +609,28 @@ int main(void)
 		if (access(probe, F_OK) == 0)
 			test_node(fixtures, roce[i]);
 	}
+	/* The daemon's scanner with every field it does not serve left out. */
+	scan_flags = RDP_DISCOVER_SERVE;
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const nodes[] = {"roce-lag", "sriov", "rxe", "irdma-bnxt",
+						    "port-down"};
+
+		snprintf(probe, sizeof(probe), "%s/%s/sys", fixtures, nodes[i]);
+		if (access(probe, F_OK) == 0)
+			test_node(fixtures, nodes[i]);
+	}
+	/* A config without ifNames selectors: no GID table read. */
+	scan_flags = RDP_DISCOVER_SERVE | RDP_DISCOVER_NO_GID_TABLE;
+	for (size_t i = 0; i < 2; i++) {
+		static const char *const nodes[] = {"roce-lag", "sriov"};
+
+		snprintf(probe, sizeof(probe), "%s/%s/sys", fixtures, nodes[i]);
+		if (access(probe, F_OK) == 0)
+			test_node(fixtures, nodes[i]);
+	}
+	snprintf(probe, sizeof(probe), "%s/roce-lag/sys", fixtures);
+	if (access(probe, F_OK) == 0)
+		test_set_flags(fixtures);
 	scan_flags = 0;
 	snprintf(probe, sizeof(probe), "%s/sriov/sys", fixtures);
 	if (access(probe, F_OK) == 0)
