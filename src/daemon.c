@@ -58,6 +58,8 @@ struct daemon {
 	int netns_logged; /* -1: not yet; else the rdp_netns_mode last logged */
 	struct rdp_scan_worker *worker; /* owns the scanner: scans run off the loop */
 	bool pools_stale; /* new config or failed update: rebuild on an unchanged host too */
+	unsigned int scan_flags; /* the scanner's discovery flags (discovery.h) */
+	bool scan_flags_pending; /* scan_flags changed while a scan ran: set them after it */
 	/* Scans to wait for before answering Allocate calls parked for a rescan (0: none). */
 	unsigned int refresh_scans;
 	/* status.h: what we serve, for `rdma-dp health` (written from publish_src) */
@@ -129,6 +131,26 @@ static const char *sock_dir(const struct daemon *d)
 }
 
 /* Scans. */
+
+/*
+ * What the daemon's scans read: only what it serves (RDP_DISCOVER_SERVE: no GID index,
+ * fw_ver, phys_state or rate), and no GID table at all while no selector matches netdev
+ * names (the GID table only adds netdevs: a RoCE LAG's bond, a VLAN).
+ */
+static unsigned int scan_flags(const struct rdp_config *c)
+{
+	for (size_t i = 0; i < c->n_resources; i++)
+		if (c->resources[i].sel.if_names.n > 0)
+			return RDP_DISCOVER_SERVE;
+	return RDP_DISCOVER_SERVE | RDP_DISCOVER_NO_GID_TABLE;
+}
+
+/* Only while no scan runs, or from the done callback (the worker waits then). */
+static void apply_scan_flags(struct daemon *d)
+{
+	d->scan_flags_pending = false;
+	rdp_scanner_set_flags(rdp_scan_worker_scanner(d->worker), d->scan_flags);
+}
 
 static void log_host(struct daemon *d, const struct rdp_host *h)
 {
@@ -212,6 +234,10 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 	const struct rdp_host *h = rdp_scanner_host(rdp_scan_worker_scanner(d->worker));
 	/* A scan that began before the refresh was asked for does not count. */
 	bool refresh = d->refresh_scans > 0 && --d->refresh_scans == 0;
+
+	/* The next scan (queued by the reload that changed them) reads with the new flags. */
+	if (d->scan_flags_pending)
+		apply_scan_flags(d);
 
 	if (res->result < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=%s",
@@ -665,9 +691,18 @@ static void reload(struct daemon *d, const char *why)
 		rdp_log_q(d->o->config_file), rdp_resources_count(d->res), added, removed, kept,
 		why);
 	d->pools_stale = true;
-	/* The host model of the last scan gives the new pools at once, if no scan runs. */
-	if (!rdp_scan_worker_busy(d->worker))
+	if (scan_flags(c) != d->scan_flags) {
+		/* The model must be read anew (a GID table now matters, or no longer): the
+		 * pools wait for that scan. */
+		d->scan_flags = scan_flags(c);
+		if (rdp_scan_worker_busy(d->worker))
+			d->scan_flags_pending = true;
+		else
+			apply_scan_flags(d);
+	} else if (!rdp_scan_worker_busy(d->worker)) {
+		/* The host model of the last scan gives the new pools at once. */
 		update_pools(d, why);
+	}
 	request_scan(d, RDP_SCAN_FULL, why);
 	if (old_interval != c->periodic_update_interval)
 		arm_rescan(d);
@@ -835,8 +870,8 @@ static int daemon_setup(struct daemon *d)
 	if (k < 0)
 		return k;
 	/* The states before any socket: kubelet's first ListAndWatch gets the real snapshot. */
-	/* The daemon serves no GID index: its rescans read only the GID slots naming netdevs. */
-	k = rdp_scanner_new_flags(o->sysfs_root, o->dev_root, RDP_DISCOVER_NO_GID_INDEX, &scanner);
+	d->scan_flags = scan_flags(d->config);
+	k = rdp_scanner_new_flags(o->sysfs_root, o->dev_root, d->scan_flags, &scanner);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
 			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), errstr(k));

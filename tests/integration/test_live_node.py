@@ -281,3 +281,20 @@ def test_kernel_uevent_triggers_a_rescan(env):
     timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "uevent")
     line = d.wait_log("event=host-changed", start=m)
     assert "uevent" in line, line
+
+
+def test_reload_that_starts_selecting_by_netdev_reads_the_gid_table(env):
+    """Without ifNames selectors the daemon's scans skip the GID tables (they only add netdevs:
+    a RoCE LAG's bond0); a reload that adds `ifNames: [bond0]` makes the next scan read them,
+    so the new pool selects the LAG device."""
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [
+        {"resourceName": "all", "rdmaHcaMax": 5, "selectors": {"vendors": ["15b3"]}}]})
+    d = env.daemon(cfg, node="roce-lag")
+    kl.wait_registered("rdma/all", units=5)
+    env.config({"periodicUpdateInterval": 300, "configList": [
+        {"resourceName": "all", "rdmaHcaMax": 5, "selectors": {"vendors": ["15b3"]}},
+        {"resourceName": "lag", "rdmaHcaMax": 7, "selectors": {"ifNames": ["bond0"]}}]})
+    d.signal(signal.SIGHUP)
+    kl.wait_registered("rdma/lag", units=7, timeout=10)
+    d.wait_log("event=pool", "resource=rdma/lag", "devices=mlx5_bond_0")
