@@ -303,6 +303,15 @@ static void hook_refresh(void *userdata)
 	d->refresh_scans = (unsigned int)request_scan(d, RDP_SCAN_AUTO, "allocate-check");
 }
 
+/* The dev watch saw nothing unreported and no scan runs: the state's nodes are the host's. */
+static bool hook_settled(void *userdata)
+{
+	struct daemon *d = userdata;
+
+	return d->hostwatch && d->worker && rdp_hostwatch_dev_settled(d->hostwatch) &&
+	       !rdp_scan_worker_busy(d->worker) && d->refresh_scans == 0;
+}
+
 static void hook_changed(void *userdata)
 {
 	struct daemon *d = userdata;
@@ -773,6 +782,7 @@ static int daemon_setup(struct daemon *d)
 	struct rdp_resources_hooks hooks = {
 		.before_register = hook_before_register,
 		.refresh = hook_refresh,
+		.settled = hook_settled,
 		.changed = hook_changed,
 		.userdata = d,
 	};

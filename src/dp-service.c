@@ -640,6 +640,8 @@ struct rdp_dp_service {
 	void *userdata;
 	int dev_fd; /* dev root for checking Allocate answers; -1: no check */
 	int sys_fd; /* sysfs root: which ibdev owns a node now; -1: no check */
+	bool (*settled)(void *userdata); /* nodes known unchanged: no check needed */
+	void *settled_userdata;
 	rdp_dp_refresh_cb refresh_cb;
 	void *refresh_userdata;
 	bool refresh_pending; /* refresh_cb was called, set_state/refreshed not yet */
@@ -742,6 +744,13 @@ int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
 		close(s->dev_fd);
 	s->dev_fd = fd;
 	return 0;
+}
+
+void rdp_dp_service_set_settled(struct rdp_dp_service *s, bool (*settled)(void *userdata),
+				void *userdata)
+{
+	s->settled = settled;
+	s->settled_userdata = userdata;
 }
 
 int rdp_dp_service_set_sysfs_root(struct rdp_dp_service *s, const char *sysfs_root)
@@ -1013,7 +1022,7 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 	r = check_usable(&s->state, &error);
 	if (r < 0)
 		goto fail;
-	r = check_nodes(s, &b);
+	r = s->settled && s->settled(s->settled_userdata) ? 0 : check_nodes(s, &b);
 	if (r < 0 && may_park && s->refresh_cb) {
 		if (s->n_parked == RDP_DP_MAX_PARKED) {
 			b.n = 0;

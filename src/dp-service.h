@@ -178,6 +178,13 @@ int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root);
  * the errno of opening the root; NULL: no such check.
  */
 int rdp_dp_service_set_sysfs_root(struct rdp_dp_service *s, const char *sysfs_root);
+/*
+ * settled(userdata) true: the host's char devices are known to be as the current state says
+ * (a watch on them has seen nothing since the state was built, and no scan is under way), so
+ * Allocate answers without checking its nodes one by one. NULL (the default): always check.
+ */
+void rdp_dp_service_set_settled(struct rdp_dp_service *s, bool (*settled)(void *userdata),
+				void *userdata);
 
 /*
  * When a check fails: without a refresh callback the call fails at once with

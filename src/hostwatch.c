@@ -6,6 +6,7 @@
 #include "hostwatch.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <linux/if.h>
 #include <linux/netlink.h>
@@ -583,4 +584,15 @@ int rdp_hostwatch_new(struct rdp_event *e, const struct rdp_hostwatch_options *o
 fail:
 	rdp_hostwatch_free(w);
 	return r;
+}
+
+bool rdp_hostwatch_dev_settled(const struct rdp_hostwatch *w)
+{
+	struct pollfd p;
+
+	if (!w || w->inotify_fd < 0 || w->wd_root < 0 || w->wd_ib < 0 ||
+	    w->pending == PENDING_ARMED)
+		return false;
+	p = (struct pollfd){.fd = w->inotify_fd, .events = POLLIN};
+	return poll(&p, 1, 0) == 0;
 }

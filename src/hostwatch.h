@@ -97,6 +97,14 @@ struct rdp_hostwatch *rdp_hostwatch_free(struct rdp_hostwatch *w);
 enum rdp_hostwatch_state rdp_hostwatch_source_state(const struct rdp_hostwatch *w,
 						    enum rdp_hostwatch_source s, int *error);
 const char *rdp_hostwatch_source_name(enum rdp_hostwatch_source s);
+/*
+ * True when the dev source watches <dev_root>/infiniband and everything it saw was reported:
+ * no inotify event queued (one poll()), no coalesced change waiting for its callback. Then the
+ * nodes under infiniband/ are as they were at the last callback (devtmpfs reports every node
+ * created, removed or renamed), which lets Allocate skip re-checking them.
+ */
+bool rdp_hostwatch_dev_settled(const struct rdp_hostwatch *w);
+
 /* Messages or inotify events received by a source so far (all, relevant or not). */
 uint64_t rdp_hostwatch_source_received(const struct rdp_hostwatch *w,
 				       enum rdp_hostwatch_source s);

@@ -264,6 +264,13 @@ static void on_refresh(const char *reason, void *userdata)
 		rdp_dp_service_refreshed(r->dp);
 }
 
+static bool on_settled(void *userdata)
+{
+	struct res *r = userdata;
+
+	return r->set->hooks.settled && r->set->hooks.settled(r->set->hooks.userdata);
+}
+
 static void on_unusable(enum rdp_dp_unusable_event ev, const char *device, const char *reason,
 			void *userdata)
 {
@@ -541,6 +548,7 @@ static int res_new(struct rdp_resources *s, const struct rdp_resource *c, struct
 		return k;
 	}
 	rdp_dp_service_set_refresh(r->dp, on_refresh, r);
+	rdp_dp_service_set_settled(r->dp, on_settled, r);
 	*ret = r;
 	return 0;
 }

@@ -47,6 +47,8 @@ struct rdp_resources_hooks {
 	void (*before_register)(void *userdata);
 	/* An Allocate found the char devices changed under it: rescan soon (may be NULL). */
 	void (*refresh)(void *userdata);
+	/* True when the char devices are as the last scan saw them (dp-service.h; may be NULL). */
+	bool (*settled)(void *userdata);
 	/* What the daemon serves changed (sockets, registration): republish it (may be NULL). */
 	void (*changed)(void *userdata);
 	void *userdata;
