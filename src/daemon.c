@@ -62,6 +62,8 @@ struct daemon {
 	bool scan_flags_pending; /* scan_flags changed while a scan ran: set them after it */
 	/* Scans to wait for before answering Allocate calls parked for a rescan (0: none). */
 	unsigned int refresh_scans;
+	/* Scans to wait for until the model has seen the last host change reported (0: none). */
+	unsigned int dirty_scans;
 	/* status.h: what we serve, for `rdma-dp health` (written from publish_src) */
 	char *state_dir; /* <sock_dir>/.rdma-dp */
 	struct rdp_event_source *publish_src;
@@ -235,6 +237,9 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 	/* A scan that began before the refresh was asked for does not count. */
 	bool refresh = d->refresh_scans > 0 && --d->refresh_scans == 0;
 
+	if (d->dirty_scans > 0)
+		d->dirty_scans--;
+
 	/* The next scan (queued by the reload that changed them) reads with the new flags. */
 	if (d->scan_flags_pending)
 		apply_scan_flags(d);
@@ -303,13 +308,17 @@ static void hook_refresh(void *userdata)
 	d->refresh_scans = (unsigned int)request_scan(d, RDP_SCAN_AUTO, "allocate-check");
 }
 
-/* The dev watch saw nothing unreported and no scan runs: the state's nodes are the host's. */
+/*
+ * The dev watch saw nothing unreported, and every change it reported was seen by a scan since:
+ * the state's nodes are the host's. (A scan for another reason, SIGHUP or the periodic one,
+ * changes nothing to that.)
+ */
 static bool hook_settled(void *userdata)
 {
 	struct daemon *d = userdata;
 
 	return d->hostwatch && d->worker && rdp_hostwatch_dev_settled(d->hostwatch) &&
-	       !rdp_scan_worker_busy(d->worker) && d->refresh_scans == 0;
+	       d->dirty_scans == 0 && d->refresh_scans == 0;
 }
 
 static void hook_changed(void *userdata)
@@ -654,10 +663,13 @@ static void on_host_change(const char *reason, unsigned int n_events, unsigned i
 {
 	struct daemon *d = userdata;
 	bool lost = flags & RDP_HOSTWATCH_LOST_EVENTS;
+	unsigned int n;
 
 	rdp_log(RDP_LOG_DEBUG, "host-changed", "why=%s events=%u lost=%d", rdp_log_q(reason),
 		n_events, lost);
-	request_scan(d, lost ? RDP_SCAN_FULL : RDP_SCAN_AUTO, reason);
+	n = (unsigned int)request_scan(d, lost ? RDP_SCAN_FULL : RDP_SCAN_AUTO, reason);
+	if (n > d->dirty_scans)
+		d->dirty_scans = n;
 }
 
 /*
