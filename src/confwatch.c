@@ -306,25 +306,14 @@ static void handle_event(struct rdp_confwatch *w, const struct inotify_event *ev
 	}
 }
 
+static void on_event(const struct inotify_event *ev, void *userdata)
+{
+	handle_event(userdata, ev);
+}
+
 static int on_io(struct rdp_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct rdp_confwatch *w = userdata;
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-
-	for (int i = 0; i < MAX_INOTIFY_READS; i++) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-
-		if (n <= 0)
-			break;
-		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			if (p + sizeof(*ev) + ev->len > buf + n)
-				break;
-			p += sizeof(*ev) + ev->len;
-			handle_event(w, ev);
-		}
-	}
+	rdp_inotify_drain(fd, MAX_INOTIFY_READS, on_event, userdata);
 	return 0;
 }
 

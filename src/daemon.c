@@ -480,36 +480,29 @@ static void on_dir_event(struct daemon *d, struct dirwatch *w, const struct inot
 		schedule_apply(d);
 }
 
+static void on_dir_inotify(const struct inotify_event *ev, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		/* Lost events: assume the worst, as if kubelet restarted. */
+		if (d->mode == RDP_REGISTRATION_KUBELET_SOCK)
+			kubelet_appeared(d, "inotify-overflow");
+		rdp_resources_check_sockets(d->res);
+		schedule_apply(d);
+		return;
+	}
+	if (ev->wd >= 0 && ev->wd == d->plugin_dir.wd)
+		on_dir_event(d, &d->plugin_dir, ev);
+	else if (ev->wd >= 0 && ev->wd == d->registry_dir.wd)
+		on_dir_event(d, &d->registry_dir, ev);
+}
+
 /* Reads every queued event; only notes what to do (apply_src acts on it). */
 static void drain_inotify(struct daemon *d)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-
-	if (d->inotify_fd < 0)
-		return;
-	for (;;) {
-		ssize_t n = read(d->inotify_fd, buf, sizeof(buf));
-
-		if (n <= 0)
-			break;
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW) {
-				/* Lost events: assume the worst, as if kubelet restarted. */
-				if (d->mode == RDP_REGISTRATION_KUBELET_SOCK)
-					kubelet_appeared(d, "inotify-overflow");
-				rdp_resources_check_sockets(d->res);
-				schedule_apply(d);
-				continue;
-			}
-			if (ev->wd >= 0 && ev->wd == d->plugin_dir.wd)
-				on_dir_event(d, &d->plugin_dir, ev);
-			else if (ev->wd >= 0 && ev->wd == d->registry_dir.wd)
-				on_dir_event(d, &d->registry_dir, ev);
-		}
-	}
+	if (d->inotify_fd >= 0)
+		rdp_inotify_drain(d->inotify_fd, UINT_MAX, on_dir_inotify, d);
 }
 
 static int on_inotify(struct rdp_event_source *s, int fd, uint32_t revents, void *userdata)

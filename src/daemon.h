@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma-dp serve: the device plugin daemon. Wires config, discovery, pools, one gRPC server
- * per resource, registration with kubelet, inotify on the kubelet socket directory, signals
- * and the rescan timer into one event loop. This is where the daemon logs (log.h).
+ * rdma-dp serve: the device plugin daemon. Wires config, the scan worker (scans off the loop),
+ * pools, the configured resources (resource.h: one gRPC server and registration each, their
+ * life in lifecycle.h), inotify on kubelet's socket directories, the host and config watchers
+ * (hostwatch.h, confwatch.h), the status the liveness probe reads (status.h), the node's lock
+ * (lock.h), signals and the periodic rescan into one event loop. This is where the daemon
+ * logs (log.h), with resource.c.
  *
- * Sockets: one per resource, named "<resourceName>.sock" (resource names are unique in a config),
- * in <kubelet-root>/device-plugins (kubelet-sock mode; Register's endpoint is that name) or in
- * <kubelet-root>/plugins_registry (plugin-watcher mode; the one socket serves both
- * pluginregistration.Registration and v1beta1.DevicePlugin, GetInfo's endpoint is empty).
- * kubelet restarts (kubelet.sock re-created, our socket deleted) re-create the socket and
- * register again at once; Register backs off 10 ms doubling to 5 s while kubelet is away.
+ * Sockets: one per resource, named "<resourceName>.sock", in <kubelet-root>/device-plugins
+ * (kubelet-sock mode) or <kubelet-root>/plugins_registry (plugin-watcher mode); none before
+ * the node's lock is taken. kubelet restarts (kubelet.sock re-created, our socket deleted)
+ * re-create the socket and register again at once. `auto` follows kubelet: the plugin watcher
+ * while only plugins_registry exists, kubelet.sock once it appears.
  *
- * Signals: SIGHUP reloads the config (applied as a diff when valid, else the old one keeps
- * serving) and rescans at once; SIGTERM/SIGINT close the streams, remove the daemon's own
- * sockets and make rdp_daemon_run() return 0.
+ * Host changes (uevents, rtnetlink, /dev/infiniband) and config file changes are applied
+ * within a second; the periodic rescan is a backstop. Signals: SIGHUP reloads the config
+ * (applied as a diff when valid, else the old one keeps serving) and rescans at once;
+ * SIGTERM/SIGINT close the streams, remove the daemon's own sockets, status and lock, and make
+ * rdp_daemon_run() return 0.
  */
 #pragma once
 #include <stdbool.h>

@@ -457,3 +457,28 @@ const char *rdp_inotify_verb(uint32_t mask)
 			return words[i].word;
 	return "event";
 }
+
+unsigned int rdp_inotify_drain(int fd, unsigned int max_reads,
+			       void (*cb)(const struct inotify_event *ev, void *userdata),
+			       void *userdata)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	unsigned int n_events = 0;
+
+	for (unsigned int i = 0; i < max_reads; i++) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (p + sizeof(*ev) + ev->len > buf + n)
+				break; /* the kernel never splits events; be safe anyway */
+			p += sizeof(*ev) + ev->len;
+			n_events++;
+			cb(ev, userdata);
+		}
+	}
+	return n_events;
+}

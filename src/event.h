@@ -65,5 +65,15 @@ int rdp_event_last_error(const struct rdp_event *e);
  */
 const char *rdp_inotify_verb(uint32_t mask);
 
+struct inotify_event;
+/*
+ * Reads the events queued on the non-blocking inotify fd, at most max_reads reads of 4 KiB
+ * (the loop is level-triggered: the rest is read at the next wakeup), and calls cb for each
+ * whole event. Returns how many events were passed.
+ */
+unsigned int rdp_inotify_drain(int fd, unsigned int max_reads,
+			       void (*cb)(const struct inotify_event *ev, void *userdata),
+			       void *userdata);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t rdp_now_usec(void);

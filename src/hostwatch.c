@@ -268,26 +268,19 @@ static void inotify_event(struct rdp_hostwatch *w, const struct inotify_event *e
 	/* Anything else: an old watch's IN_IGNORED after a re-create. */
 }
 
+static void on_dev_event(const struct inotify_event *ev, void *userdata)
+{
+	struct rdp_hostwatch *w = userdata;
+
+	w->src[RDP_HOSTWATCH_DEV].received++;
+	inotify_event(w, ev);
+}
+
 static int on_inotify(struct rdp_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct rdp_hostwatch *w = userdata;
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
-	for (int i = 0; i < MAX_INOTIFY_READS; i++) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-
-		if (n <= 0)
-			break;
-		for (char *p = buf; p + sizeof(struct inotify_event) <= buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			if (p + sizeof(*ev) + ev->len > buf + n)
-				break; /* the kernel never splits events; be safe anyway */
-			p += sizeof(*ev) + ev->len;
-			w->src[RDP_HOSTWATCH_DEV].received++;
-			inotify_event(w, ev);
-		}
-	}
+	rdp_inotify_drain(fd, MAX_INOTIFY_READS, on_dev_event, w);
 	return 0;
 }
 
