@@ -256,7 +256,8 @@ int rdp_topo_read_at(int sys, const struct rdp_host *h, struct rdp_topo **ret)
 		t->n_devs++;
 		t->n_gpus++;
 	}
-	qsort(t->devs, t->n_gpus, sizeof(*t->devs), cmp_pci);
+	if (t->n_gpus > 1)
+		qsort(t->devs, t->n_gpus, sizeof(*t->devs), cmp_pci);
 	for (size_t g = 0; g < t->n_gpus; g++)
 		snprintf(t->devs[g].name, sizeof(t->devs[g].name), "GPU%zu", g);
 	for (size_t i = 0; h && i < h->n_devices; i++) {

@@ -311,6 +311,33 @@ static void test_flat(const char *fixtures)
 	rdp_host_free(h);
 }
 
+/* A root without bus/pci/devices and without RDMA devices: an empty model, no error. */
+static void test_empty(void)
+{
+	char dir[PATH_MAX];
+	struct rdp_host empty = {};
+	struct rdp_topo *t = NULL;
+	_cleanup_close_ int fd = -1;
+
+	snprintf(dir, sizeof(dir), "%s/rdp-test-topology-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir)) {
+		EXPECT_TRUE(!"mkdtemp");
+		return;
+	}
+	EXPECT_EQ(rdp_sysfs_open_root(dir, &fd), 0);
+	EXPECT_EQ(rdp_topo_read_at(fd, &empty, &t), 0);
+	if (t) {
+		EXPECT_EQ(t->n_devs, 0);
+		EXPECT_EQ(t->n_gpus, 0);
+	}
+	rdp_topo_free(t);
+	t = NULL;
+	EXPECT_EQ(rdp_topo_read_at(fd, NULL, &t), 0);
+	rdp_topo_free(t);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const char *fixtures = getenv("RDP_FIXTURES");
@@ -318,6 +345,7 @@ int main(void)
 
 	test_parse_path();
 	test_levels();
+	test_empty();
 	if (fixtures) {
 		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", fixtures);
 		if (access(probe, F_OK) == 0) {
