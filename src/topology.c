@@ -164,12 +164,14 @@ static bool is_gpu(int sys, const char *bdf, char vendor[static 8], char device_
 	char path[RDP_SYSFS_PATH_MAX], buf[64], cls[7];
 
 	snprintf(path, sizeof(path), "bus/pci/devices/%s/class", bdf);
-	if (rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 || rdp_parse_pci_class(buf, cls) < 0)
+	if (rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 ||
+	    rdp_parse_pci_class(buf, cls) < 0)
 		return false;
 	if (strncmp(cls, "0300", 4) != 0 && strncmp(cls, "0302", 4) != 0)
 		return false;
 	snprintf(path, sizeof(path), "bus/pci/devices/%s/vendor", bdf);
-	if (rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 || rdp_parse_hex_id(buf, vendor) < 0)
+	if (rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 ||
+	    rdp_parse_hex_id(buf, vendor) < 0)
 		return false;
 	if (strcmp(vendor, "10de") != 0 && strcmp(vendor, "1002") != 0)
 		return false;
@@ -186,7 +188,8 @@ static int read_numa(int sys, const char *bdf)
 	int n;
 
 	snprintf(path, sizeof(path), "bus/pci/devices/%s/numa_node", bdf);
-	if (rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 || rdp_parse_numa_node(buf, &n) < 0)
+	if (rdp_sysfs_read_attr(sys, path, buf, sizeof(buf)) < 0 ||
+	    rdp_parse_numa_node(buf, &n) < 0)
 		return -1;
 	return n;
 }
@@ -319,7 +322,7 @@ void rdp_topo_closest_gpus(const struct rdp_topo *t, size_t i, enum rdp_topo_lev
 			best = l;
 	}
 	for (size_t g = 0; g < t->n_gpus; g++)
-		ret_gpus[g] = best != RDP_TOPO_NONE &&
-			      rdp_topo_level(&t->devs[i], &t->devs[g]) == best;
+		ret_gpus[g] =
+			best != RDP_TOPO_NONE && rdp_topo_level(&t->devs[i], &t->devs[g]) == best;
 	*ret_level = best;
 }

@@ -301,8 +301,8 @@ int cmd_topo(int argc, char **argv)
 
 	if (cli_open_roots("topo", sysfs_root, dev_root, &sys, &dev) < 0)
 		return 1;
-	r = rdp_discover_flags_at(sys, dev, RDP_DISCOVER_NO_GID_INDEX | RDP_DISCOVER_NO_FW_VER,
-				  &h, NULL);
+	r = rdp_discover_flags_at(sys, dev, RDP_DISCOVER_NO_GID_INDEX | RDP_DISCOVER_NO_FW_VER, &h,
+				  NULL);
 	if (r < 0) {
 		fprintf(stderr, "rdma-dp topo: %s\n", strerror(-r));
 		return 1;

@@ -206,7 +206,7 @@ static void test_dgx(const char *fixtures)
 		EXPECT_EQ(count, 1);
 		EXPECT_TRUE(gpus[i]);
 		for (int g = 0; g < 8; g++) {
-			enum rdp_topo_level want = g == i			? RDP_TOPO_PXB
+			enum rdp_topo_level want = g == i		? RDP_TOPO_PXB
 						   : (g < 4) == (i < 4) ? RDP_TOPO_NODE
 									: RDP_TOPO_SYS;
 			EXPECT_EQ(rdp_topo_level(n, &t->devs[g]), want);
@@ -352,7 +352,8 @@ int main(void)
 			test_dgx(fixtures);
 			test_flat(fixtures);
 		} else {
-			printf("test-topology: no fixtures in %s, skipped the node tests\n", fixtures);
+			printf("test-topology: no fixtures in %s, skipped the node tests\n",
+			       fixtures);
 		}
 	}
 	return test_summary("test-topology");
