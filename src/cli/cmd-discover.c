@@ -16,6 +16,7 @@
 #include "device-json.h"
 #include "discovery.h"
 #include "macro.h"
+#include "topology.h"
 
 enum {
 	ARG_SYSFS_ROOT = 0x100,
@@ -246,13 +247,69 @@ static int print_table(const struct rdp_host *h, const char *sysfs_root)
 	return 0;
 }
 
-static int print_json(const struct rdp_host *h)
+/*
+ * Adds to each device object of doc (in h's order) its "pcie_root" (null without a PCI
+ * function) and "closest_gpus": the GPUs at the best nvidia-smi topo level from it (topology.h),
+ * [{"name": "GPU0", "pci_address": "0000:1b:00.0", "level": "PXB"}], [] without GPUs.
+ */
+static int add_topology(json_t *doc, const struct rdp_host *h, int sys)
+{
+	json_t *devs = json_object_get(doc, "devices");
+	struct rdp_topo *t = NULL;
+	bool *near = NULL;
+	int r;
+
+	r = rdp_topo_read_at(sys, h, &t);
+	if (r < 0)
+		return r;
+	if (t->n_gpus && !(near = rdp_calloc(t->n_gpus, sizeof(*near)))) {
+		rdp_topo_free(t);
+		return -ENOMEM;
+	}
+	r = 0;
+	for (size_t i = t->n_gpus; i < t->n_devs && r == 0; i++) {
+		const struct rdp_topo_dev *d = &t->devs[i];
+		json_t *o = json_array_get(devs, d->host_index), *gpus = json_array();
+		enum rdp_topo_level best;
+
+		if (!o || !gpus) {
+			json_decref(gpus);
+			r = -ENOMEM;
+			break;
+		}
+		rdp_topo_closest_gpus(t, i, &best, near);
+		for (size_t g = 0; g < t->n_gpus && r == 0; g++) {
+			if (!near[g])
+				continue;
+			json_t *e = json_pack("{s:s, s:s, s:s}", "name", t->devs[g].name,
+					      "pci_address", t->devs[g].pci_address, "level",
+					      rdp_topo_level_name(best));
+			if (!e || json_array_append_new(gpus, e) < 0)
+				r = -ENOMEM;
+		}
+		if (json_object_set_new(o, "pcie_root",
+					d->pcie_root[0] ? json_string(d->pcie_root) : json_null()) <
+			    0 ||
+		    json_object_set_new(o, "closest_gpus", gpus) < 0)
+			r = -ENOMEM;
+	}
+	rdp_free(near);
+	rdp_topo_free(t);
+	return r;
+}
+
+static int print_json(const struct rdp_host *h, int sys)
 {
 	json_t *doc = rdp_host_to_json(h);
 	int r;
 
 	if (!doc)
 		return -ENOMEM;
+	r = add_topology(doc, h, sys);
+	if (r < 0) {
+		json_decref(doc);
+		return r;
+	}
 	r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(doc);
 	if (r < 0)
@@ -311,7 +368,7 @@ int cmd_discover(int argc, char **argv)
 		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));
 		return 1;
 	}
-	r = output == CLI_OUTPUT_JSON ? print_json(h) : print_table(h, sysfs_root);
+	r = output == CLI_OUTPUT_JSON ? print_json(h, sys) : print_table(h, sysfs_root);
 	rdp_host_free(h);
 	if (r < 0) {
 		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));

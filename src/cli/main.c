@@ -11,6 +11,8 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "discover", cmd_discover, "show the RDMA devices of this node, as selectors see them" },
+	{ "topo", cmd_topo,
+	  "show the PCIe topology of GPUs and RDMA devices, as nvidia-smi topo -m does" },
 	{ "check-config", cmd_check_config,
 	  "validate a config.json and explain, device by device, what each resource selects" },
 	{ "serve", cmd_serve, "run the device plugin daemon for kubelet" },

@@ -20,7 +20,8 @@ EXPECTED_NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag",
 
 DEVICE_FIELDS = ["name", "pci_address", "vendor", "device_id", "class", "driver", "netdevs",
                  "numa_node", "is_vf", "pf_pci_address", "pf_netdev", "node_guid", "fw_ver",
-                 "hca_type", "ports", "char_devices", "problems", "usable", "unusable_reason"]
+                 "hca_type", "ports", "char_devices", "problems", "usable", "unusable_reason",
+                 "pcie_root", "closest_gpus"]
 PORT_FIELDS = ["port", "state", "phys_state", "link_layer", "rate", "roce_v2_ipv4_gid_index"]
 
 BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$")
@@ -86,6 +87,14 @@ def check_device(d):
     assert is_str_or_none(d["hca_type"])
     assert isinstance(d["ports"], list)
     nums = []
+    assert d["pcie_root"] is None or re.match(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$", d["pcie_root"])
+    assert (d["pcie_root"] is None) == (d["pci_address"] is None)
+    assert isinstance(d["closest_gpus"], list)
+    assert len({g["level"] for g in d["closest_gpus"]}) <= 1
+    for g in d["closest_gpus"]:
+        assert list(g) == ["name", "pci_address", "level"]
+        assert BDF.match(g["pci_address"])
+        assert g["level"] in ("PIX", "PXB", "PHB", "NODE", "SYS")
     for p in d["ports"]:
         assert isinstance(p, dict)
         assert list(p) == PORT_FIELDS
@@ -190,6 +199,16 @@ def test_dgx_h100(run, fixtures_dir):
     assert doc["netns_mode"] == "shared"
     roce = [d for d in devs.values() if d["ports"][0]["link_layer"] == "ether"]
     assert roce and all(d["ports"][0]["roce_v2_ipv4_gid_index"] is not None for d in roce)
+    # closest GPUs (topology.h): each compute NIC shares its switch with exactly one GPU
+    pairs = {"mlx5_0": "0000:1b:00.0", "mlx5_3": "0000:43:00.0", "mlx5_4": "0000:52:00.0",
+             "mlx5_5": "0000:61:00.0", "mlx5_6": "0000:9d:00.0", "mlx5_9": "0000:c3:00.0",
+             "mlx5_10": "0000:d1:00.0", "mlx5_11": "0000:df:00.0"}
+    for nic, gpu in pairs.items():
+        assert [(g["pci_address"], g["level"]) for g in devs[nic]["closest_gpus"]] == [
+            (gpu, "PXB")]
+    assert devs["mlx5_0"]["pcie_root"] == "pci0000:15"
+    assert [g["name"] for g in devs["mlx5_1"]["closest_gpus"]] == ["GPU0", "GPU1", "GPU2", "GPU3"]
+    assert {g["level"] for g in devs["mlx5_7"]["closest_gpus"]} == {"NODE"}
 
 
 def test_uverbs_from_ibdev_files(run, fixtures_dir):
