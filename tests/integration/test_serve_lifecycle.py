@@ -209,9 +209,10 @@ def test_unplug_replug(env):
     d.signal(signal.SIGHUP)
     c.wait_snapshot(lambda s: len(s.devices) == 63 and health(s) == {"Healthy"} and
                     topo(s) == {(0,)})
-    # The dev watch may rescan between two re-plugs: the snapshot is the same with one device
-    # back as with four, so wait for the state that has all of them.
-    d.wait_log("resource=" + res, "devices=" + ",".join(pool), start=m)
+    # The dev watch may rescan between two re-plugs (or between a device's sysfs and its /dev
+    # nodes coming back): the snapshot is the same with one device back as with four, so wait
+    # for the state that has all of them usable.
+    d.wait_log("resource=" + res, "devices=" + ",".join(pool), "usable=4", start=m)
     assert [p for p, _, _ in specs(c.allocate(["0"]))] == full
     assert c.stream_error is None
 

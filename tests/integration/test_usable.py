@@ -105,6 +105,8 @@ def test_allocate_checks_device_numbers(env):
     msg = ei.value.details()
     assert ("mlx5_0: /dev/infiniband/uverbs0 is %d:250, sysfs uverbs0 says %s"
             % (os.major(st.st_rdev), want)) in msg, msg
+    # the rescan it asked for made the device unusable: the pool's units went Unhealthy
+    reg.client.wait_snapshot(lambda s: {d.health for d in s.devices} == {"Unhealthy"}, timeout=5)
     # put back: answered again, once the daemon's dev watch has rescanned (well within 1 s)
     uverbs.unlink()
     os.mknod(uverbs, 0o600 | stat.S_IFCHR, st.st_rdev)
@@ -128,7 +130,15 @@ def test_allocate_checks_whose_node_it_is(env):
     assert "/dev/infiniband/uverbs0" in [
         d.host_path for d in reg.client.allocate(["0"]).container_responses[0].devices]
 
+    cls = node / "sys" / "class" / "infiniband_verbs" / "uverbs0"
+
     def recreate_node():
+        # as the kernel does on a re-registration: a new class entry (created before the old
+        # one goes, so that ext4 cannot hand it the old inode number: kernfs never reuses one),
+        # a new /dev node
+        target = os.readlink(cls)
+        os.symlink(target, cls.with_name("uverbs0.new"))
+        os.rename(cls.with_name("uverbs0.new"), cls)
         st = os.lstat(uverbs)
         uverbs.unlink()
         if stat.S_ISCHR(st.st_mode):
@@ -143,6 +153,8 @@ def test_allocate_checks_whose_node_it_is(env):
     assert ei.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     msg = ei.value.details()
     assert "mlx5_0: " in msg and ("now belongs to mlx5_9" in msg or "uverbs" in msg), msg
+    # the rescan that followed took mlx5_0's uverbs away from it: the units went Unhealthy
+    reg.client.wait_snapshot(lambda s: {d.health for d in s.devices} == {"Unhealthy"}, timeout=5)
     ibdev.write_text("mlx5_0\n")
     recreate_node()
     reg.client.wait_snapshot(lambda s: {d.health for d in s.devices} == {"Healthy"}, timeout=5)
