@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "discovery.h"
 #include "sysfs.h"
 
 int cli_parse_output(const char *cmd, const char *arg, enum cli_output *ret)
@@ -86,4 +88,52 @@ int cli_no_operands(const char *cmd, int argc, char **argv)
 	fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see 'rdma-dp %s --help')\n", cmd,
 		argv[optind], cmd);
 	return 2;
+}
+
+int cli_parse_node_args(const char *cmd, int argc, char **argv, void (*help)(void),
+			struct cli_node_args *ret)
+{
+	enum { ARG_SYSFS_ROOT = 0x100, ARG_DEV_ROOT, ARG_VERSION };
+	static const struct option options[] = {
+		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
+		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, ARG_VERSION},
+		{},
+	};
+	int c;
+
+	*ret = (struct cli_node_args){
+		.sysfs_root = RDP_DEFAULT_SYSFS_ROOT,
+		.dev_root = RDP_DEFAULT_DEV_ROOT,
+		.output = CLI_OUTPUT_TABLE,
+	};
+	opterr = 0;
+	optind = 0; /* also resets getopt's internal state */
+	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) >= 0) {
+		switch (c) {
+		case ARG_SYSFS_ROOT:
+			ret->sysfs_root = optarg;
+			break;
+		case ARG_DEV_ROOT:
+			ret->dev_root = optarg;
+			break;
+		case 'o':
+			if (cli_parse_output(cmd, optarg, &ret->output) < 0)
+				return 2;
+			break;
+		case 'h':
+			help();
+			return 0;
+		case ARG_VERSION:
+			cli_print_version();
+			return 0;
+		default:
+			return cli_option_error(cmd, argv, c);
+		}
+	}
+	if (cli_no_operands(cmd, argc, argv))
+		return 2;
+	return -1;
 }

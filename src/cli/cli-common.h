@@ -29,3 +29,18 @@ int cli_option_error(const char *cmd, char **argv, int c);
 
 /* 0 when getopt_long() left no operand, else "rdma-dp CMD: unexpected argument 'x'" and 2. */
 int cli_no_operands(const char *cmd, int argc, char **argv);
+
+/* What a command that reads one node's trees is told on its command line. */
+struct cli_node_args {
+	const char *sysfs_root; /* RDP_DEFAULT_SYSFS_ROOT unless --sysfs-root */
+	const char *dev_root;   /* RDP_DEFAULT_DEV_ROOT unless --dev-root */
+	enum cli_output output; /* -o table|json */
+};
+
+/*
+ * The command line of `discover` and `topo`: --sysfs-root, --dev-root, -o/--output, -h/--help
+ * (calls help), --version, no operand. Returns -1 when the command goes on with *ret filled,
+ * else the exit code to return (0 after --help/--version, 2 on a usage error, said on stderr).
+ */
+int cli_parse_node_args(const char *cmd, int argc, char **argv, void (*help)(void),
+			struct cli_node_args *ret);

@@ -4,7 +4,6 @@
  * JSON model), read from --sysfs-root/--dev-root only.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +16,6 @@
 #include "discovery.h"
 #include "macro.h"
 #include "topology.h"
-
-enum {
-	ARG_SYSFS_ROOT = 0x100,
-	ARG_DEV_ROOT,
-	ARG_VERSION,
-};
 
 static void help(void)
 {
@@ -320,55 +313,22 @@ static int print_json(const struct rdp_host *h, int sys)
 
 int cmd_discover(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
-		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, ARG_VERSION},
-		{},
-	};
-	const char *sysfs_root = RDP_DEFAULT_SYSFS_ROOT, *dev_root = RDP_DEFAULT_DEV_ROOT;
-	enum cli_output output = CLI_OUTPUT_TABLE;
+	struct cli_node_args a;
 	_cleanup_close_ int sys = -1, dev = -1;
 	struct rdp_host *h = NULL;
-	int c, r;
+	int r;
 
-	opterr = 0;
-	optind = 0; /* also resets getopt's internal state */
-	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) >= 0) {
-		switch (c) {
-		case ARG_SYSFS_ROOT:
-			sysfs_root = optarg;
-			break;
-		case ARG_DEV_ROOT:
-			dev_root = optarg;
-			break;
-		case 'o':
-			if (cli_parse_output("discover", optarg, &output) < 0)
-				return 2;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case ARG_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error("discover", argv, c);
-		}
-	}
-	if (cli_no_operands("discover", argc, argv))
-		return 2;
-
-	if (cli_open_roots("discover", sysfs_root, dev_root, &sys, &dev) < 0)
+	r = cli_parse_node_args("discover", argc, argv, help, &a);
+	if (r >= 0)
+		return r;
+	if (cli_open_roots("discover", a.sysfs_root, a.dev_root, &sys, &dev) < 0)
 		return 1;
 	r = rdp_discover_at(sys, dev, &h);
 	if (r < 0) {
 		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));
 		return 1;
 	}
-	r = output == CLI_OUTPUT_JSON ? print_json(h, sys) : print_table(h, sysfs_root);
+	r = a.output == CLI_OUTPUT_JSON ? print_json(h, sys) : print_table(h, a.sysfs_root);
 	rdp_host_free(h);
 	if (r < 0) {
 		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));

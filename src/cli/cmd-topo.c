@@ -7,7 +7,6 @@
  * --sysfs-root/--dev-root only; -o json gives the same content.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +22,6 @@
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
-enum {
-	ARG_SYSFS_ROOT = 0x100,
-	ARG_DEV_ROOT,
-	ARG_VERSION,
-};
 
 /* The legend in nvidia-smi's order. */
 static const enum rdp_topo_level legend_order[] = {
@@ -257,49 +251,16 @@ static int print_json(const struct rdp_topo *t, const struct rdp_host *h)
 
 int cmd_topo(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
-		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, ARG_VERSION},
-		{},
-	};
-	const char *sysfs_root = RDP_DEFAULT_SYSFS_ROOT, *dev_root = RDP_DEFAULT_DEV_ROOT;
-	enum cli_output output = CLI_OUTPUT_TABLE;
+	struct cli_node_args a;
 	_cleanup_close_ int sys = -1, dev = -1;
 	struct rdp_host *h = NULL;
 	struct rdp_topo *t = NULL;
-	int c, r;
+	int r;
 
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) >= 0) {
-		switch (c) {
-		case ARG_SYSFS_ROOT:
-			sysfs_root = optarg;
-			break;
-		case ARG_DEV_ROOT:
-			dev_root = optarg;
-			break;
-		case 'o':
-			if (cli_parse_output("topo", optarg, &output) < 0)
-				return 2;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case ARG_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error("topo", argv, c);
-		}
-	}
-	if (cli_no_operands("topo", argc, argv))
-		return 2;
-
-	if (cli_open_roots("topo", sysfs_root, dev_root, &sys, &dev) < 0)
+	r = cli_parse_node_args("topo", argc, argv, help, &a);
+	if (r >= 0)
+		return r;
+	if (cli_open_roots("topo", a.sysfs_root, a.dev_root, &sys, &dev) < 0)
 		return 1;
 	r = rdp_discover_flags_at(sys, dev, RDP_DISCOVER_NO_GID_INDEX | RDP_DISCOVER_NO_FW_VER, &h,
 				  NULL);
@@ -313,7 +274,7 @@ int cmd_topo(int argc, char **argv)
 		rdp_host_free(h);
 		return 1;
 	}
-	r = output == CLI_OUTPUT_JSON ? print_json(t, h) : print_table(t, h, sysfs_root);
+	r = a.output == CLI_OUTPUT_JSON ? print_json(t, h) : print_table(t, h, a.sysfs_root);
 	rdp_topo_free(t);
 	rdp_host_free(h);
 	if (r < 0) {
