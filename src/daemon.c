@@ -109,11 +109,6 @@ int rdp_registration_mode_from_string(const char *s, enum rdp_registration_mode 
 	return -EINVAL;
 }
 
-static const char *errstr(int r)
-{
-	return rdp_log_q(strerror(r < 0 ? -r : r));
-}
-
 static void log_diags(const struct rdp_diags *diags, const char *event)
 {
 	for (size_t i = 0; i < diags->n; i++) {
@@ -214,7 +209,7 @@ static int update_pools(struct daemon *d, const char *why)
 	log_host(d, h);
 	k = rdp_pools_build(d->config, h, &pools, &diags);
 	if (k < 0) {
-		rdp_log(RDP_LOG_ERROR, "rescan-failed", "error=%s why=%s", errstr(k),
+		rdp_log(RDP_LOG_ERROR, "rescan-failed", "error=%s why=%s", rdp_log_errno(k),
 			rdp_log_q(why));
 		d->pools_stale = true;
 		goto out;
@@ -247,7 +242,7 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 	if (res->result < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=%s",
 			rdp_log_q(d->o->sysfs_root), rdp_log_q(d->o->dev_root),
-			errstr(res->result), rdp_log_q(res->why));
+			rdp_log_errno(res->result), rdp_log_q(res->why));
 		if (refresh)
 			rdp_resources_refreshed(d->res);
 		return;
@@ -358,7 +353,7 @@ static void publish_status(struct daemon *d)
 	rdp_free(rs);
 	if (k < 0 && k != d->status_error)
 		rdp_log(RDP_LOG_WARNING, "status-write-failed", "dir=%s error=%s msg=%s",
-			rdp_log_q(d->state_dir), errstr(k),
+			rdp_log_q(d->state_dir), rdp_log_errno(k),
 			rdp_log_q("rdma-dp health (the liveness probe) cannot see this daemon"));
 	else if (k == 0 && d->status_error)
 		rdp_log(RDP_LOG_INFO, "status-written", "dir=%s", rdp_log_q(d->state_dir));
@@ -430,7 +425,7 @@ static void switch_mode(struct daemon *d, enum rdp_registration_mode mode, const
 		rdp_registration_mode_name(old), rdp_registration_mode_name(mode), why);
 	k = rdp_resources_set_mode(d->res, mode, sock_dir(d));
 	if (k < 0)
-		rdp_log(RDP_LOG_ERROR, "registration-mode-failed", "error=%s", errstr(k));
+		rdp_log(RDP_LOG_ERROR, "registration-mode-failed", "error=%s", rdp_log_errno(k));
 	/* The status follows the sockets (the lock stays where it was taken). */
 	{
 		char *dir = NULL;
@@ -592,7 +587,7 @@ static int on_lock_timer(struct rdp_event_source *s, void *userdata)
 	} else if (k != -ENOENT) {
 		/* The socket directory may be missing yet (-ENOENT): kubelet creates it. */
 		rdp_log(RDP_LOG_WARNING, "lock-failed", "lock=%s error=%s",
-			rdp_log_q(rdp_lock_path(d->lock)), errstr(k));
+			rdp_log_q(rdp_lock_path(d->lock)), rdp_log_errno(k));
 	}
 	rdp_event_source_set_timer(s, LOCK_RETRY_USEC);
 	return 0;
@@ -683,7 +678,7 @@ static void reload(struct daemon *d, const char *why)
 	if (k < 0) {
 		log_diags(&diags, "config-invalid");
 		rdp_log(RDP_LOG_ERROR, "config-rejected", "config=%s errors=%zu error=%s msg=%s",
-			rdp_log_q(d->o->config_file), diags.n_errors, errstr(k),
+			rdp_log_q(d->o->config_file), diags.n_errors, rdp_log_errno(k),
 			rdp_log_q("keeping the running configuration"));
 		rdp_diags_done(&diags);
 		request_scan(d, RDP_SCAN_FULL, why);
@@ -694,7 +689,7 @@ static void reload(struct daemon *d, const char *why)
 	k = rdp_resources_apply_config(d->res, c, &added, &removed, &kept);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "config-rejected", "config=%s error=%s",
-			rdp_log_q(d->o->config_file), errstr(k));
+			rdp_log_q(d->o->config_file), rdp_log_errno(k));
 		rdp_config_free(c);
 		return;
 	}
@@ -800,7 +795,7 @@ static int daemon_setup(struct daemon *d)
 	rdp_diags_done(&diags);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "config-rejected", "config=%s error=%s",
-			rdp_log_q(o->config_file), errstr(k));
+			rdp_log_q(o->config_file), rdp_log_errno(k));
 		return k;
 	}
 	d->plugin_dir.path = rdp_asprintf("%s/device-plugins", o->kubelet_root);
@@ -865,7 +860,7 @@ static int daemon_setup(struct daemon *d)
 			    RDP_HOSTWATCH_UNAVAILABLE)
 				rdp_log(RDP_LOG_WARNING, "hostwatch-unavailable",
 					"source=%s error=%s msg=%s", rdp_hostwatch_source_name(i),
-					errstr(err),
+					rdp_log_errno(err),
 					rdp_log_q("changes it would report are seen at the periodic "
 						  "rescan"));
 		k = rdp_confwatch_new(d->event, o->config_file, NULL, on_config_change, d,
@@ -874,7 +869,7 @@ static int daemon_setup(struct daemon *d)
 			return k;
 		if (rdp_confwatch_state(d->confwatch, &err) == RDP_CONFWATCH_MISSING)
 			rdp_log(RDP_LOG_WARNING, "config-watch-waiting", "config=%s error=%s",
-				rdp_log_q(o->config_file), errstr(err));
+				rdp_log_q(o->config_file), rdp_log_errno(err));
 	}
 	k = rdp_resources_new(d->event, d->mode, sock_dir(d), d->kubelet_sock, o->sysfs_root,
 			      o->dev_root, &hooks,
@@ -889,7 +884,7 @@ static int daemon_setup(struct daemon *d)
 	k = rdp_scanner_new_flags(o->sysfs_root, o->dev_root, d->scan_flags, &scanner);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
-			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), errstr(k));
+			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_errno(k));
 		return k;
 	}
 	k = rdp_scan_worker_new(d->event, scanner, on_scan_done, d, &d->worker);
@@ -898,7 +893,7 @@ static int daemon_setup(struct daemon *d)
 	k = rdp_scan_worker_scan_now(d->worker, RDP_SCAN_FULL);
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
-			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), errstr(k));
+			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_errno(k));
 		return k;
 	}
 
@@ -923,7 +918,7 @@ static int daemon_setup(struct daemon *d)
 			k = watch_dir(d, all[i]);
 			if (k < 0 && strcmp(all[i]->path, sock_dir(d)) == 0)
 				rdp_log(RDP_LOG_WARNING, "socket-dir-missing", "dir=%s error=%s msg=%s",
-					rdp_log_q(all[i]->path), errstr(k),
+					rdp_log_q(all[i]->path), rdp_log_errno(k),
 					rdp_log_q("waiting for kubelet to create it"));
 			if (k < 0)
 				rdp_event_source_set_timer(d->rewatch_src, REWATCH_USEC);
@@ -973,13 +968,13 @@ int rdp_daemon_run(const struct rdp_daemon_options *opts)
 	k = daemon_setup(&d);
 	if (k < 0) {
 		if (k != -EINVAL)
-			rdp_log(RDP_LOG_ERROR, "start-failed", "error=%s", errstr(k));
+			rdp_log(RDP_LOG_ERROR, "start-failed", "error=%s", rdp_log_errno(k));
 		daemon_done(&d);
 		return 1;
 	}
 	k = rdp_event_run(d.event);
 	if (k < 0)
-		rdp_log(RDP_LOG_ERROR, "loop-failed", "error=%s", errstr(k));
+		rdp_log(RDP_LOG_ERROR, "loop-failed", "error=%s", rdp_log_errno(k));
 	/* Servers close their streams and remove their own sockets, nothing else. */
 	daemon_done(&d);
 	rdp_log(RDP_LOG_INFO, "stopped", "code=%d", k < 0 ? 1 : 0);

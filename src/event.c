@@ -482,3 +482,11 @@ unsigned int rdp_inotify_drain(int fd, unsigned int max_reads,
 	}
 	return n_events;
 }
+
+uint64_t rdp_backoff_next(uint64_t *cur, uint64_t min, uint64_t max)
+{
+	uint64_t d = *cur ? *cur : min;
+
+	*cur = d * 2 > max ? max : d * 2;
+	return d;
+}

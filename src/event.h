@@ -75,5 +75,11 @@ unsigned int rdp_inotify_drain(int fd, unsigned int max_reads,
 			       void (*cb)(const struct inotify_event *ev, void *userdata),
 			       void *userdata);
 
+/*
+ * Exponential backoff: returns the delay to wait now (*cur, or min when *cur is 0) and doubles
+ * *cur for the next time, up to max. Reset by setting *cur to 0.
+ */
+uint64_t rdp_backoff_next(uint64_t *cur, uint64_t min, uint64_t max);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t rdp_now_usec(void);

@@ -148,3 +148,8 @@ const char *rdp_log_q(const char *s)
 	b[n] = '\0';
 	return b;
 }
+
+const char *rdp_log_errno(int r)
+{
+	return rdp_log_q(strerror(r < 0 ? -r : r));
+}

@@ -37,6 +37,8 @@ void rdp_log(enum rdp_log_level l, const char *event, const char *fmt, ...) _pri
  * buffers (so up to 8 may be used in one rdp_log() call) and is truncated to 1 KiB.
  */
 const char *rdp_log_q(const char *s);
+/* strerror() of a (negative or positive) errno, quoted for a logfmt value. */
+const char *rdp_log_errno(int r);
 
 /*
  * Formats t (seconds since the epoch) and msec as "2025-01-31T12:00:00.123Z" into buf (at

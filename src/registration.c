@@ -99,21 +99,12 @@ bool rdp_registration_in_flight(const struct rdp_registration *r)
 	return r && r->call;
 }
 
-static uint64_t next_backoff(struct rdp_registration *r)
-{
-	uint64_t d = r->backoff_usec ? r->backoff_usec : RDP_REGISTRATION_BACKOFF_MIN_USEC;
-
-	r->backoff_usec = d * 2 > RDP_REGISTRATION_BACKOFF_MAX_USEC
-				  ? RDP_REGISTRATION_BACKOFF_MAX_USEC
-				  : d * 2;
-	return d;
-}
-
 /* Schedules the retry, then tells the owner (last: the callback may free r). */
 static void failed(struct rdp_registration *r, int error, enum rdp_grpc_code code,
 		   const char *message)
 {
-	uint64_t retry = next_backoff(r);
+	uint64_t retry = rdp_backoff_next(&r->backoff_usec, RDP_REGISTRATION_BACKOFF_MIN_USEC,
+					  RDP_REGISTRATION_BACKOFF_MAX_USEC);
 
 	r->registered = false;
 	rdp_event_source_set_timer(r->timer, retry);

@@ -85,11 +85,6 @@ static size_t server_methods(enum rdp_registration_mode mode, struct rdp_grpc_me
 	return n;
 }
 
-static const char *errstr(int r)
-{
-	return rdp_log_q(strerror(r < 0 ? -r : r));
-}
-
 static void changed(struct rdp_resources *s)
 {
 	if (s->hooks.changed)
@@ -138,14 +133,6 @@ static void arm(struct res *r, uint64_t usec)
 {
 	if (r->timer)
 		rdp_event_source_set_timer(r->timer, usec);
-}
-
-static uint64_t backoff(struct res *r, uint64_t min, uint64_t max)
-{
-	uint64_t d = r->backoff_usec ? r->backoff_usec : min;
-
-	r->backoff_usec = d * 2 > max ? max : d * 2;
-	return d;
 }
 
 /* kubelet-sock mode, registered: no stream for a while means kubelet dropped us. */
@@ -217,7 +204,7 @@ static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
 		const char *err = "none";
 
 		if (error)
-			err = errstr(error);
+			err = rdp_log_errno(error);
 		else if (!ok)
 			err = rdp_log_q(message && *message ? message : rdp_grpc_code_name(code));
 		/* No retry for a removed resource: its socket goes now. */
@@ -245,7 +232,7 @@ static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
 	rdp_log((failures & (failures - 1)) == 0 ? RDP_LOG_WARNING : RDP_LOG_DEBUG,
 		"register-failed", "resource=%s kubelet=%s error=%s retry_ms=%llu failures=%u",
 		r->full_name, rdp_log_q(r->set->kubelet_sock),
-		error ? errstr(error)
+		error ? rdp_log_errno(error)
 		      : rdp_log_q(message && *message ? message : rdp_grpc_code_name(code)),
 		(unsigned long long)(retry_usec / 1000), failures);
 }
@@ -319,7 +306,8 @@ static void on_watcher_status(void *userdata, bool registered, const char *error
 	 */
 	transition(r, RDP_RES_EV_REJECTED);
 	r->reg_failures++;
-	retry = backoff(r, RDP_RES_REJECT_BACKOFF_MIN_USEC, RDP_RES_REJECT_BACKOFF_MAX_USEC);
+	retry = rdp_backoff_next(&r->backoff_usec, RDP_RES_REJECT_BACKOFF_MIN_USEC,
+				 RDP_RES_REJECT_BACKOFF_MAX_USEC);
 	r->restart_pending = true;
 	arm(r, retry);
 	rdp_log(RDP_LOG_WARNING, "register-failed",
@@ -332,16 +320,16 @@ static void on_watcher_status(void *userdata, bool registered, const char *error
 static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *userdata)
 {
 	struct res *r = userdata;
-	const char *path = rdp_grpc_call_path(call);
+	/* The server routes only the paths of its table (server_methods()): all known. */
+	enum rdp_method m = rdp_method_lookup(rdp_grpc_call_path(call));
 
-	if (rdp_dp_service_handles(path)) {
+	if (m != RDP_METHOD_UNKNOWN && rdp_methods[m].service == RDP_SERVICE_DEVICE_PLUGIN) {
 		rdp_dp_service_dispatch(r->dp, call, req, len);
 		return;
 	}
 	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,
-		strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
-		(unsigned long long)rdp_grpc_call_id(call));
-	if (rdp_method_lookup(path) == RDP_METHOD_WATCHER_GET_INFO) {
+		rdp_method_name(m), (unsigned long long)rdp_grpc_call_id(call));
+	if (m == RDP_METHOD_WATCHER_GET_INFO) {
 		/* No new handshake for a removed resource. */
 		if (rdp_res_state_leaving(r->state)) {
 			rdp_grpc_call_fail(call, RDP_GRPC_UNAVAILABLE,
@@ -381,14 +369,15 @@ static void res_listen(struct res *r)
 	k = rdp_grpc_server_new(s->event, r->sock_path, s->methods, s->n_methods, NULL, r,
 				&r->server);
 	if (k < 0) {
-		uint64_t delay = backoff(r, SERVER_RETRY_MIN_USEC, SERVER_RETRY_MAX_USEC);
+		uint64_t delay = rdp_backoff_next(&r->backoff_usec, SERVER_RETRY_MIN_USEC,
+						  SERVER_RETRY_MAX_USEC);
 		unsigned int n = ++r->listen_failures;
 
 		transition(r, RDP_RES_EV_LISTEN_FAILED);
 		/* The 1st, 2nd, 4th, 8th... failure in a row: the directory may be away long. */
 		rdp_log((n & (n - 1)) == 0 ? RDP_LOG_WARNING : RDP_LOG_DEBUG, "listen-failed",
 			"resource=%s socket=%s error=%s retry_ms=%llu", r->full_name,
-			rdp_log_q(r->sock_path), errstr(k), (unsigned long long)(delay / 1000));
+			rdp_log_q(r->sock_path), rdp_log_errno(k), (unsigned long long)(delay / 1000));
 		arm(r, delay);
 		return;
 	}
@@ -401,7 +390,7 @@ static void res_listen(struct res *r)
 		k = rdp_registration_start(r->reg);
 		if (k < 0)
 			rdp_log(RDP_LOG_ERROR, "register-failed", "resource=%s error=%s",
-				r->full_name, errstr(k));
+				r->full_name, rdp_log_errno(k));
 	}
 }
 
@@ -660,11 +649,6 @@ size_t rdp_resources_count(const struct rdp_resources *s)
 	return s->n_res;
 }
 
-enum rdp_registration_mode rdp_resources_mode(const struct rdp_resources *s)
-{
-	return s->mode;
-}
-
 /* Index of the running resource serving c (same name and prefix), or -1. */
 static ssize_t find_res(struct res **v, size_t n, const struct rdp_resource *c)
 {
@@ -697,7 +681,7 @@ int rdp_resources_apply_config(struct rdp_resources *s, const struct rdp_config 
 		k = res_new(s, &c->resources[i], &res[i]);
 		if (k < 0) {
 			rdp_log(RDP_LOG_ERROR, "config-rejected", "resource=%s error=%s",
-				c->resources[i].full_name, errstr(k));
+				c->resources[i].full_name, rdp_log_errno(k));
 			for (size_t j = 0; j < i; j++)
 				if (from[j] < 0)
 					res_free(res[j]);
@@ -766,7 +750,7 @@ int rdp_resources_update(struct rdp_resources *s, const struct rdp_host *h,
 		rdp_dp_state_done(&st);
 		if (k < 0) {
 			rdp_log(RDP_LOG_ERROR, "update-failed", "resource=%s error=%s",
-				r->full_name, errstr(k));
+				r->full_name, rdp_log_errno(k));
 			if (!first_error)
 				first_error = k;
 			continue;

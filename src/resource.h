@@ -109,7 +109,6 @@ void rdp_resources_apply_pending(struct rdp_resources *s);
  */
 int rdp_resources_set_mode(struct rdp_resources *s, enum rdp_registration_mode mode,
 			   const char *sock_dir);
-enum rdp_registration_mode rdp_resources_mode(const struct rdp_resources *s);
 
 /* What the daemon serves, for the status the liveness probe reads. */
 struct rdp_resource_status {
