@@ -35,7 +35,31 @@ struct ctx {
 
 static const char *const top_keys[] = { "periodicUpdateInterval", "configList", NULL };
 static const char *const resource_keys[] = { "resourceName", "resourcePrefix", "rdmaHcaMax",
-					     "selectors",    "devices",        NULL };
+					     "mode",         "selectors",      "devices",
+					     NULL };
+static const char *const mode_names[] = { "shared", "exclusive", NULL };
+
+/*
+ * Keys other plugins or a first guess use for what "mode" says (the SR-IOV plugin has no
+ * such key: it is always exclusive). Checked before the did-you-mean of unknown keys.
+ */
+static const struct {
+	const char *key, *hint;
+} key_aliases[] = {
+	{ "exclusive", "write \"mode\": \"exclusive\" to give each pod its own devices" },
+	{ "isExclusive", "write \"mode\": \"exclusive\" to give each pod its own devices" },
+	{ "exclusiveMode", "write \"mode\": \"exclusive\" to give each pod its own devices" },
+	{ "shared", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+	{ "sharing", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+	{ "sharingMode", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+	{ "allocationMode", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+	{ "resourceMode", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+};
+
+const char *rdp_resource_mode_name(enum rdp_resource_mode m)
+{
+	return m == RDP_MODE_EXCLUSIVE ? "exclusive" : "shared";
+}
 static const char *const selector_keys[] = { "vendors",   "deviceIDs", "devices",
 					     "drivers",   "ifNames",   "linkTypes",
 					     "pfNames",   "rootDevices", "numaNodes",
@@ -258,6 +282,14 @@ static void check_keys(struct ctx *c, json_t *obj, const char *path, const char 
 		rdp_json_path_key(p, sizeof(p), path, key);
 		if (misplaced && in_list(key, misplaced)) {
 			error_in(c, path, p, "unknown key %s here: %s", q(key, b1), misplaced_hint);
+			continue;
+		}
+		dym = NULL;
+		for (size_t i = 0; allowed == resource_keys && i < ARRAY_SIZE(key_aliases); i++)
+			if (strcasecmp(key, key_aliases[i].key) == 0)
+				dym = key_aliases[i].hint;
+		if (dym) {
+			error_in(c, path, p, "unknown key %s: %s", q(key, b1), dym);
 			continue;
 		}
 		dym = did_you_mean(key, allowed);
@@ -876,13 +908,41 @@ bad:
 	return false;
 }
 
+/* "mode": "shared" or "exclusive". Returns false after an error. */
+static bool parse_mode(struct ctx *c, json_t *v, const char *p, enum rdp_resource_mode *ret)
+{
+	const char *s, *dym;
+	char b[96];
+
+	if (!json_is_string(v)) {
+		error_v(c, p, "must be a string, \"shared\" or \"exclusive\", not %s",
+			type_name(v));
+		return false;
+	}
+	s = json_string_value(v);
+	if (strcmp(s, "shared") == 0 || strcmp(s, "exclusive") == 0) {
+		*ret = strcmp(s, "shared") == 0 ? RDP_MODE_SHARED : RDP_MODE_EXCLUSIVE;
+		return true;
+	}
+	dym = did_you_mean(s, mode_names);
+	if (!dym && (strcasecmp(s, "dedicated") == 0 || strcasecmp(s, "sriov") == 0 ||
+		     strcasecmp(s, "single") == 0 || strcasecmp(s, "owned") == 0))
+		dym = "exclusive";
+	error_v(c, p, "%s is not a mode: expected \"shared\" (every pod gets every device of "
+		"the pool, the default) or \"exclusive\" (each pod gets devices of its own)%s%s%s",
+		q(s, b), dym ? "; did you mean \"" : "", dym ? dym : "", dym ? "\"?" : "");
+	return false;
+}
+
 static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct rdp_resource *res,
 			  const struct rdp_resource *prev, size_t n_prev)
 {
 	json_t *name = json_object_get(obj, "resourceName");
 	json_t *prefix = json_object_get(obj, "resourcePrefix");
 	json_t *hca = json_object_get(obj, "rdmaHcaMax");
+	json_t *mode = json_object_get(obj, "mode");
 	json_t *sel = json_object_get(obj, "selectors");
+	bool mode_bad;
 	json_t *legacy = json_object_get(obj, "devices");
 	struct rdp_json_pos pos;
 	char p[PATH_LEN], b[96];
@@ -939,8 +999,20 @@ static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct r
 			return c->r = -ENOMEM;
 	}
 
+	rdp_json_path_key(p, sizeof(p), path, "mode");
+	/* After a bad mode, which one was meant is unknown: rdmaHcaMax is not judged. */
+	mode_bad = mode && !parse_mode(c, mode, p, &res->mode);
+
 	rdp_json_path_key(p, sizeof(p), path, "rdmaHcaMax");
-	if (!hca) {
+	if (res->mode == RDP_MODE_EXCLUSIVE) {
+		if (hca)
+			error_k(c, p, "has no meaning for an exclusive resource: its units are its "
+				"devices, each given to one pod at a time, so there is no count to "
+				"set; remove \"rdmaHcaMax\" (or, for pods to share the devices, "
+				"write \"mode\": \"shared\")");
+	} else if (mode_bad) {
+		;
+	} else if (!hca) {
 		error_v(c, path, "missing \"rdmaHcaMax\", the number of pods that can share the "
 			"devices (k8s-rdma-shared-dev-plugin takes 0 and advertises nothing)");
 	} else if (get_int(c, hca, p, 0, RDP_CONFIG_MAX_RDMA_HCA_MAX,

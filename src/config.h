@@ -60,11 +60,28 @@ struct rdp_selectors {
 	size_t n_numa_nodes;
 };
 
+/*
+ * "mode": how the devices of a resource reach pods.
+ *  - shared (the default, k8s-rdma-shared-dev-plugin's only mode): rdmaHcaMax interchangeable
+ *    units; a pod given any of them gets every device of the pool;
+ *  - exclusive: one unit per usable device (PF, VF or SF), named by its PCI address; a pod
+ *    gets exactly the devices of its units, and kubelet's Topology Manager and
+ *    GetPreferredAllocation place them. rdmaHcaMax is an error there.
+ */
+enum rdp_resource_mode {
+	RDP_MODE_SHARED = 0,
+	RDP_MODE_EXCLUSIVE,
+};
+
+/* "shared", "exclusive". */
+const char *rdp_resource_mode_name(enum rdp_resource_mode m);
+
 struct rdp_resource {
 	char *name;          /* resourceName: [A-Za-z0-9_]+ */
 	char *prefix;        /* resourcePrefix, default "rdma" */
 	char *full_name;     /* prefix + "/" + name: "rdma/hca_shared_devices_a" */
-	unsigned int rdma_hca_max;
+	enum rdp_resource_mode mode;
+	unsigned int rdma_hca_max; /* shared mode; 0 in exclusive mode */
 	struct rdp_selectors sel;
 	bool legacy_devices; /* selection came from the top-level "devices" (= ifNames) */
 	unsigned int line;   /* where the entry starts in the file, for messages */

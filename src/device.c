@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "device.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -83,6 +84,7 @@ void rdp_device_done(struct rdp_device *d)
 	if (!d)
 		return;
 	strv_free(d->netdevs, d->n_netdevs);
+	rdp_free(d->pci_path);
 	strv_free(d->char_devices, d->n_char_devices);
 	rdp_free(d->char_devnums);
 	strv_free(d->problems, d->n_problems);
@@ -100,4 +102,15 @@ struct rdp_host *rdp_host_free(struct rdp_host *h)
 	strv_free(h->problems, h->n_problems);
 	rdp_free(h);
 	return NULL;
+}
+
+const char *rdp_device_unit_id(const struct rdp_device *d, char *buf, size_t size)
+{
+	if (!d->pci_address[0])
+		snprintf(buf, size, "%s", d->name);
+	else if (d->is_sf)
+		snprintf(buf, size, "%s-sf%u", d->pci_address, d->sf_num);
+	else
+		snprintf(buf, size, "%s", d->pci_address);
+	return buf;
 }

@@ -74,6 +74,12 @@ struct rdp_port {
 struct rdp_device {
 	char name[RDP_IBDEV_NAME_MAX];     /* mlx5_0 */
 	char pci_address[RDP_PCI_ADDR_MAX];/* PCI function, "" for virtual (rxe, siw) */
+	/*
+	 * The canonical sysfs path of the PCI function, relative to the sysfs root
+	 * ("devices/pci0000:15/0000:15:01.0/.../0000:18:00.0"): its place in the PCIe tree
+	 * (topology.h). NULL for virtual devices.
+	 */
+	char *pci_path;
 	char vendor[8];                    /* "15b3": 4 lower-case hex digits, no 0x */
 	char device_id[8];                 /* "1021" */
 	char pci_class[8];                 /* "020700": 6 lower-case hex digits, no 0x */
@@ -85,6 +91,9 @@ struct rdp_device {
 	int vf_index;                      /* index N of the PF's virtfnN link; -1 if not a VF */
 	char pf_pci_address[RDP_PCI_ADDR_MAX]; /* VF: its PF; "" otherwise */
 	char pf_netdev[RDP_IFNAME_MAX];    /* VF: first netdev of its PF; "" otherwise */
+	/* An SF, with the sfnum of its auxiliary device (mlx5_core.sf.N/sfnum, devlink's) */
+	bool is_sf;
+	unsigned int sf_num;
 	char node_guid[24];                /* "58a2:e103:001b:2576" */
 	char fw_ver[64];
 	char hca_type[64];                 /* "MT4129" */
@@ -127,6 +136,15 @@ bool rdp_device_is_active(const struct rdp_device *d);
 bool rdp_device_is_usable(const struct rdp_device *d);
 /* The expected number of char device i of d (0: none named). */
 dev_t rdp_device_char_devnum(const struct rdp_device *d, size_t i);
+
+/*
+ * The unit ID of d in an exclusive pool: what names it across reboots and re-enumeration.
+ * Its PCI address ("0000:18:00.2"); for an SF, the PF's address and its sfnum
+ * ("0000:03:00.0-sf2"); for a device without a PCI function (rxe, siw), its ibdev name.
+ * Never the uverbs number, never the ibdev name where udev may rename it. Returns buf.
+ */
+#define RDP_UNIT_ID_MAX (RDP_PCI_ADDR_MAX + 16)
+const char *rdp_device_unit_id(const struct rdp_device *d, char *buf, size_t size);
 
 /* Looks a device up by ibdev name; NULL when absent. */
 const struct rdp_device *rdp_host_find(const struct rdp_host *h, const char *name);

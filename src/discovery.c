@@ -990,6 +990,21 @@ static int find_parent(struct ctx *c, struct rdp_device *d, const char *ibdir, c
 	path_dirname(up);
 	if (is_aux_name(rdp_path_basename(parent)) && is_pci_function(c, up)) {
 		snprintf(pci, size, "%s", up);
+		if (strstr(rdp_path_basename(parent), ".sf.")) {
+			char num[16];
+			long v;
+
+			/* sfnum is what devlink was given: stable, unlike the aux index N. */
+			r = read_attr(c, d, parent, "sfnum", "sfnum", false, num, sizeof(num));
+			if (r < 0)
+				return r;
+			if (r > 0 && rdp_parse_long(num, 0, INT32_MAX, &v) == 0) {
+				d->is_sf = true;
+				d->sf_num = (unsigned int)v;
+			}
+			else if (r > 0 && (r = unparsable(d, "sfnum", num)) < 0)
+				return r;
+		}
 		/* A sub-function has netdevs of its own; other aux devices share the PF's. */
 		if (strstr(rdp_path_basename(parent), ".sf.") ||
 		    (path_fmt(path, sizeof(path), "%s/net", parent) >= 0 &&
@@ -1057,6 +1072,9 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 	if (c->rec && (!(c->rec->pci = rdp_strdup(pci)) || !(c->rec->netdir = rdp_strdup(netdir))))
 		return -ENOMEM;
 	if (*pci) {
+		d->pci_path = rdp_strdup(pci);
+		if (!d->pci_path)
+			return -ENOMEM;
 		r = fill_pci(c, d, pci);
 		if (r < 0)
 			return r;

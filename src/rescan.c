@@ -995,6 +995,8 @@ static bool device_equal(const struct rdp_device *a, const struct rdp_device *b)
 	    strcmp(a->vendor, b->vendor) || strcmp(a->device_id, b->device_id) ||
 	    strcmp(a->pci_class, b->pci_class) || strcmp(a->driver, b->driver) ||
 	    a->numa_node != b->numa_node || a->is_vf != b->is_vf || a->vf_index != b->vf_index ||
+	    a->is_sf != b->is_sf || a->sf_num != b->sf_num ||
+	    !!a->pci_path != !!b->pci_path || (a->pci_path && strcmp(a->pci_path, b->pci_path)) ||
 	    strcmp(a->pf_pci_address, b->pf_pci_address) || strcmp(a->pf_netdev, b->pf_netdev) ||
 	    strcmp(a->node_guid, b->node_guid) || strcmp(a->fw_ver, b->fw_ver) ||
 	    strcmp(a->hca_type, b->hca_type) || a->n_ports != b->n_ports ||

@@ -129,6 +129,25 @@ int rdp_topo_parse_path(const char *path, char root[static RDP_TOPO_ROOT_MAX], c
 	return 0;
 }
 
+/* Root and chain from a canonical path; virtual when it does not name d's function. */
+static int fill_from_path(struct rdp_topo_dev *d, const char *canon)
+{
+	int r = rdp_topo_parse_path(canon, d->pcie_root, &d->chain, &d->n_chain);
+
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0 || strcmp(d->chain[d->n_chain - 1], d->pci_address) != 0) {
+		if (r == 0) {
+			chain_free(d->chain, d->n_chain);
+			d->chain = NULL;
+			d->n_chain = 0;
+		}
+		d->is_virtual = true;
+		d->pcie_root[0] = '\0';
+	}
+	return 0;
+}
+
 /* Fills d's root and chain from bus/pci/devices/<d->pci_address>; virtual when that fails. */
 static int fill_pci(int sys, struct rdp_topo_dev *d)
 {
@@ -141,22 +160,70 @@ static int fill_pci(int sys, struct rdp_topo_dev *d)
 	r = rdp_sysfs_resolve(sys, path, canon, sizeof(canon));
 	if (r < 0)
 		goto virt;
-	r = rdp_topo_parse_path(canon, d->pcie_root, &d->chain, &d->n_chain);
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0 || strcmp(d->chain[d->n_chain - 1], d->pci_address) != 0) {
-		if (r == 0) {
-			chain_free(d->chain, d->n_chain);
-			d->chain = NULL;
-			d->n_chain = 0;
-		}
-		goto virt;
-	}
-	return 0;
+	return fill_from_path(d, canon);
 virt:
 	d->is_virtual = true;
 	d->pcie_root[0] = '\0';
 	return 0;
+}
+
+static void nic_init(struct rdp_topo_dev *d, const struct rdp_device *hd)
+{
+	d->kind = RDP_TOPO_NIC;
+	snprintf(d->name, sizeof(d->name), "%s", hd->name);
+	snprintf(d->pci_address, sizeof(d->pci_address), "%s", hd->pci_address);
+	snprintf(d->vendor, sizeof(d->vendor), "%s", hd->vendor);
+	snprintf(d->device_id, sizeof(d->device_id), "%s", hd->device_id);
+	d->numa_node = hd->numa_node;
+}
+
+int rdp_topo_dev_of_device(const struct rdp_device *hd, struct rdp_topo_dev *ret)
+{
+	struct rdp_topo_dev d = {0};
+	int r = 0;
+
+	nic_init(&d, hd);
+	if (hd->pci_path && hd->pci_address[0])
+		r = fill_from_path(&d, hd->pci_path);
+	else
+		d.is_virtual = true;
+	if (r < 0)
+		return r;
+	if (d.is_virtual)
+		d.pci_address[0] = '\0';
+	*ret = d;
+	return 0;
+}
+
+int rdp_topo_dev_copy(const struct rdp_topo_dev *src, struct rdp_topo_dev *ret)
+{
+	struct rdp_topo_dev d = *src;
+
+	d.chain = NULL;
+	d.n_chain = 0;
+	if (src->n_chain) {
+		d.chain = rdp_calloc(src->n_chain, sizeof(*d.chain));
+		if (!d.chain)
+			return -ENOMEM;
+		for (; d.n_chain < src->n_chain; d.n_chain++) {
+			d.chain[d.n_chain] = rdp_strdup(src->chain[d.n_chain]);
+			if (!d.chain[d.n_chain]) {
+				rdp_topo_dev_done(&d);
+				return -ENOMEM;
+			}
+		}
+	}
+	*ret = d;
+	return 0;
+}
+
+void rdp_topo_dev_done(struct rdp_topo_dev *d)
+{
+	if (!d)
+		return;
+	chain_free(d->chain, d->n_chain);
+	d->chain = NULL;
+	d->n_chain = 0;
 }
 
 static bool is_gpu(int sys, const char *bdf, char vendor[static 8], char device_id[static 8])
@@ -267,14 +334,10 @@ int rdp_topo_read_at(int sys, const struct rdp_host *h, struct rdp_topo **ret)
 		const struct rdp_device *hd = &h->devices[i];
 		struct rdp_topo_dev *d = &t->devs[t->n_devs++];
 
-		d->kind = RDP_TOPO_NIC;
+		nic_init(d, hd);
 		d->host_index = i;
-		snprintf(d->name, sizeof(d->name), "%s", hd->name);
-		snprintf(d->pci_address, sizeof(d->pci_address), "%s", hd->pci_address);
-		snprintf(d->vendor, sizeof(d->vendor), "%s", hd->vendor);
-		snprintf(d->device_id, sizeof(d->device_id), "%s", hd->device_id);
-		d->numa_node = hd->numa_node;
-		r = fill_pci(sys, d);
+		/* The path discovery resolved, as exclusive pools place their units. */
+		r = hd->pci_path ? fill_from_path(d, hd->pci_path) : fill_pci(sys, d);
 		if (r < 0)
 			goto fail;
 		if (d->is_virtual)

@@ -110,6 +110,18 @@ struct rdp_topo *rdp_topo_free(struct rdp_topo *t);
 int rdp_topo_parse_path(const char *path, char root[static RDP_TOPO_ROOT_MAX], char ***ret_chain,
 			size_t *ret_n);
 
+/*
+ * The place of one RDMA device of a host model in the tree, from its pci_path (device.h):
+ * what rdp_topo_read_at() gives it, without reading sysfs. Virtual when it has none or the
+ * path does not parse. Returns 0 or -ENOMEM; ret is filled in full (done with
+ * rdp_topo_dev_done()).
+ */
+int rdp_topo_dev_of_device(const struct rdp_device *d, struct rdp_topo_dev *ret);
+/* A deep copy of src into ret. Returns 0 or -ENOMEM (ret left empty). */
+int rdp_topo_dev_copy(const struct rdp_topo_dev *src, struct rdp_topo_dev *ret);
+/* Frees the chain of d and empties it. Accepts NULL. */
+void rdp_topo_dev_done(struct rdp_topo_dev *d);
+
 /* The level between a and b (see the top of this file). Pure, symmetric. */
 enum rdp_topo_level rdp_topo_level(const struct rdp_topo_dev *a, const struct rdp_topo_dev *b);
 

@@ -80,7 +80,7 @@ static const struct {
 	{ RES("\"devices\": []"), "configList[0].devices: empty list" },
 	{ RES("\"vendors\": [\"15b3\"], \"selectors\": {\"ifNames\": [\"ib0\"]}"), "configList[0]: unknown key \"vendors\" here: selector keys go inside \"selectors\"" },
 	{ RES("\"resourcename\": \"b\", \"selectors\": {\"ifNames\": [\"ib0\"]}"), "configList[0]: unknown key \"resourcename\" (did you mean \"resourceName\"?)" },
-	{ RES("\"foo\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}"), "unknown key \"foo\" (known keys: resourceName, resourcePrefix, rdmaHcaMax, selectors, devices)" },
+	{ RES("\"foo\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}"), "unknown key \"foo\" (known keys: resourceName, resourcePrefix, rdmaHcaMax, mode, selectors, devices)" },
 	{ "{\"configList\": [{\"resourceName\": \"a-b\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "configList[0].resourceName: \"a-b\": a resource name may contain only letters, digits and '_'" },
 	{ "{\"configList\": [{\"resourceName\": \"_a\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "must start and end with a letter or digit" },
 	{ "{\"configList\": [{\"resourceName\": \"\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "empty resource name" },
@@ -137,6 +137,23 @@ static const struct {
 	{ RES("\"selectors\": {\"numaNodes\": [-1]}"), "numaNodes[0]: must be at least 0, not -1" },
 	{ RES("\"selectors\": {\"numaNodes\": [1024]}"), "must be at most 1023" },
 	{ RES("\"selectors\": {\"numaNodes\": [\"0\"]}"), "numaNodes[0]: must be a number, not a string" },
+	/* "mode" */
+	{ RES("\"mode\": \"exclusive\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "c.json:1:39: error: configList[0].rdmaHcaMax: has no meaning for an exclusive resource" },
+	{ RES("\"mode\": \"exlusive\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "\"exlusive\" is not a mode: expected \"shared\" (every pod gets every device of the pool, the default) or \"exclusive\" (each pod gets devices of its own); did you mean \"exclusive\"?" },
+	{ RES("\"mode\": \"dedicated\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "did you mean \"exclusive\"?" },
+	{ RES("\"mode\": true, \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "configList[0].mode: must be a string, \"shared\" or \"exclusive\", not true" },
+	{ RES("\"exclusive\": true, \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "unknown key \"exclusive\": write \"mode\": \"exclusive\" to give each pod its own devices" },
+	{ RES("\"sharingMode\": \"exclusive\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "unknown key \"sharingMode\": write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+	{ RES("\"mode\": \"Exclusive\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "did you mean \"exclusive\"?" },
+	{ "{\"configList\": [{\"resourceName\": \"a\", \"mode\": \"shared\", \"selectors\": {\"vendors\": [\"15b3\"]}}]}",
+	  "missing \"rdmaHcaMax\"" },
 };
 
 static void test_errors(void)
@@ -244,6 +261,32 @@ static void test_values(void)
 	EXPECT_EQ(r1->sel.if_names.n, 2);
 	EXPECT_STREQ(r1->sel.if_names.v[1], "ib2");
 	EXPECT_EQ(r1->rdma_hca_max, 100000);
+	EXPECT_EQ(r0->mode, RDP_MODE_SHARED);
+	EXPECT_EQ(r1->mode, RDP_MODE_SHARED);
+	rdp_config_free(c);
+	rdp_diags_done(&d);
+}
+
+static void test_mode(void)
+{
+	const char *text =
+		"{\"configList\": [{\"resourceName\": \"vfs\", \"mode\": \"exclusive\",\n"
+		" \"selectors\": {\"vendors\": [\"15b3\"], \"deviceIDs\": [\"101e\"]}},\n"
+		" {\"resourceName\": \"s\", \"mode\": \"shared\", \"rdmaHcaMax\": 3,\n"
+		"  \"selectors\": {\"vendors\": [\"15b3\"]}}]}";
+	struct rdp_diags d = {};
+	struct rdp_config *c = NULL;
+
+	EXPECT_EQ(parse(text, &c, &d), 0);
+	EXPECT_EQ(d.n, 0);
+	if (!c)
+		return;
+	EXPECT_EQ(c->resources[0].mode, RDP_MODE_EXCLUSIVE);
+	EXPECT_EQ(c->resources[0].rdma_hca_max, 0);
+	EXPECT_EQ(c->resources[1].mode, RDP_MODE_SHARED);
+	EXPECT_EQ(c->resources[1].rdma_hca_max, 3);
+	EXPECT_STREQ(rdp_resource_mode_name(RDP_MODE_EXCLUSIVE), "exclusive");
+	EXPECT_STREQ(rdp_resource_mode_name(RDP_MODE_SHARED), "shared");
 	rdp_config_free(c);
 	rdp_diags_done(&d);
 }
@@ -498,6 +541,7 @@ int main(void)
 	test_one_line_diags();
 	test_valid();
 	test_values();
+	test_mode();
 	test_all_errors();
 	test_unquoted();
 	test_index();
