@@ -25,7 +25,7 @@ struct ctx {
 	size_t n;
 	struct spot *spots;
 	uint32_t *ids;
-	uint32_t (*cnt)[NL]; /* per unit: pairs at each level to the current set */
+	uint32_t (*cnt)[NL]; /* per candidate group: pairs at each level to the current set */
 	bool *in; /* in the current set */
 };
 
@@ -71,7 +71,7 @@ static uint32_t intern(struct strtab *t, const char *s)
 }
 
 /* Fills c->spots and c->ids. Returns 0 or -ENOMEM. */
-static int build_spots(struct ctx *c)
+static int build_spots(struct ctx *c, size_t *ret_n_ids)
 {
 	struct strtab t = {};
 	size_t total = 0, cap = 1;
@@ -108,6 +108,7 @@ static int build_spots(struct ctx *c)
 		for (size_t k = 0; k < p->n_chain; k++)
 			c->ids[total++] = intern(&t, p->chain[k]);
 	}
+	*ret_n_ids = t.n;
 	r = 0;
 out:
 	rdp_free(t.strs);
@@ -141,9 +142,37 @@ static enum rdp_topo_level level(const struct ctx *c, size_t a, size_t b)
 	return ba <= 1 && bb <= 1 ? RDP_TOPO_PIX : RDP_TOPO_PXB;
 }
 
-/* Adds unit x to the set; updates the candidates' counts unless it is the last one. */
-static void add(struct ctx *c, struct run *r, size_t x, bool not_must, bool last)
+/* The candidates of a growth: groups of units that are interchangeable up to their index
+ * (members ascending), or one unit each. */
+struct groups {
+	size_t n_groups;
+	size_t *mem; /* members of group g: mem[off[g] .. off[g]+len[g]-1] */
+	size_t *off, *len;
+	size_t *of; /* of[i]: unit i's group */
+};
+
+static void groups_free(struct groups *g)
 {
+	rdp_free(g->mem);
+	rdp_free(g->off);
+	rdp_free(g->len);
+	rdp_free(g->of);
+}
+
+/* Growth state beyond struct ctx: cursors over each group's healthy and unhealthy members. */
+struct grower {
+	struct ctx *c;
+	const struct groups *g;
+	size_t *hcur, *ucur;
+};
+
+/* Adds unit x to the set; updates the groups' counts unless it is the last one. */
+static void add(struct grower *w, struct run *r, size_t x, bool not_must, bool last)
+{
+	struct ctx *c = w->c;
+	const struct groups *g = w->g;
+	size_t gx = g->of[x];
+
 	c->in[x] = true;
 	r->set[r->n_set++] = x;
 	if (not_must && c->units[x].unhealthy)
@@ -151,22 +180,40 @@ static void add(struct ctx *c, struct run *r, size_t x, bool not_must, bool last
 	if (not_must && !c->spots[x].len)
 		r->n_virtual++;
 	for (int l = 0; l < NL; l++)
-		r->tot[l] += c->cnt[x][l];
+		r->tot[l] += c->cnt[gx][l];
 	if (last)
 		return;
-	for (size_t i = 0; i < c->n; i++)
-		if (!c->in[i])
-			c->cnt[i][level(c, i, x)]++;
+	for (size_t k = 0; k < g->n_groups; k++)
+		if (k == gx) /* another member of x's group (distinct places): siblings */
+			c->cnt[k][c->spots[x].len ? RDP_TOPO_PIX : RDP_TOPO_NONE]++;
+		else
+			c->cnt[k][level(c, g->mem[g->off[k]], x)]++;
 }
 
-/* <0 when candidate a is better than b (a < b in index when all else ties). */
-static int cmp_cand(const struct ctx *c, size_t a, size_t b)
+/* The member group k would give next: its lowest healthy one not in the set, else its
+ * lowest unhealthy one; c->n when none is left. */
+static size_t next_member(struct grower *w, size_t k)
+{
+	const struct ctx *c = w->c;
+	const size_t *m = w->g->mem + w->g->off[k], n = w->g->len[k];
+
+	while (w->hcur[k] < n && (c->in[m[w->hcur[k]]] || c->units[m[w->hcur[k]]].unhealthy))
+		w->hcur[k]++;
+	if (w->hcur[k] < n)
+		return m[w->hcur[k]];
+	while (w->ucur[k] < n && (c->in[m[w->ucur[k]]] || !c->units[m[w->ucur[k]]].unhealthy))
+		w->ucur[k]++;
+	return w->ucur[k] < n ? m[w->ucur[k]] : c->n;
+}
+
+/* <0 when member a of group ga is a better next unit than b of gb. */
+static int cmp_cand(const struct ctx *c, size_t ga, size_t a, size_t gb, size_t b)
 {
 	if (c->units[a].unhealthy != c->units[b].unhealthy)
 		return c->units[a].unhealthy ? 1 : -1;
 	for (int l = NL - 1; l >= 0; l--)
-		if (c->cnt[a][l] != c->cnt[b][l])
-			return c->cnt[a][l] < c->cnt[b][l] ? -1 : 1;
+		if (c->cnt[ga][l] != c->cnt[gb][l])
+			return c->cnt[ga][l] < c->cnt[gb][l] ? -1 : 1;
 	if (!c->spots[a].len != !c->spots[b].len)
 		return !c->spots[a].len ? 1 : -1;
 	return a < b ? -1 : a > b;
@@ -180,28 +227,36 @@ static int cmp_size(const void *a, const void *b)
 }
 
 /* Grows a set of `size` from must[] (or the single seed when n_must is 0). */
-static void grow(struct ctx *c, struct run *r, const size_t *must, size_t n_must, size_t seed,
+static void grow(struct grower *w, struct run *r, const size_t *must, size_t n_must, size_t seed,
 		 size_t size)
 {
+	struct ctx *c = w->c;
+	size_t ng = w->g->n_groups;
+
 	memset(c->in, 0, c->n * sizeof(*c->in));
-	memset(c->cnt, 0, c->n * sizeof(*c->cnt));
+	memset(c->cnt, 0, ng * sizeof(*c->cnt));
+	memset(w->hcur, 0, ng * sizeof(*w->hcur));
+	memset(w->ucur, 0, ng * sizeof(*w->ucur));
 	memset(r->tot, 0, sizeof(r->tot));
 	r->n_set = 0;
 	r->n_unhealthy = 0;
 	r->n_virtual = 0;
 	if (n_must) {
 		for (size_t j = 0; j < n_must; j++)
-			add(c, r, must[j], false, r->n_set + 1 == size);
+			add(w, r, must[j], false, r->n_set + 1 == size);
 	} else {
-		add(c, r, seed, true, size == 1);
+		add(w, r, seed, true, size == 1);
 	}
 	while (r->n_set < size) {
-		size_t best = c->n;
+		size_t best = c->n, bestg = 0;
 
-		for (size_t i = 0; i < c->n; i++)
-			if (!c->in[i] && (best == c->n || cmp_cand(c, i, best) < 0))
-				best = i;
-		add(c, r, best, true, r->n_set + 1 == size);
+		for (size_t k = 0; k < ng; k++) {
+			size_t m = next_member(w, k);
+
+			if (m < c->n && (best == c->n || cmp_cand(c, k, m, bestg, best) < 0))
+				best = m, bestg = k;
+		}
+		add(w, r, best, true, r->n_set + 1 == size);
 	}
 	qsort(r->set, r->n_set, sizeof(*r->set), cmp_size);
 }
@@ -254,44 +309,118 @@ static int cmp_group(const void *pa, const void *pb, void *arg)
 	return r ? r : a < b ? -1 : a > b;
 }
 
+/* The parent groups (cmp_key), members ascending. Returns 0 or -ENOMEM. */
+static int parent_groups(const struct ctx *c, struct groups *g)
+{
+	g->mem = rdp_calloc(c->n, sizeof(*g->mem));
+	g->off = rdp_calloc(c->n, sizeof(*g->off));
+	g->len = rdp_calloc(c->n, sizeof(*g->len));
+	g->of = rdp_calloc(c->n, sizeof(*g->of));
+	if (!g->mem || !g->off || !g->len || !g->of)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++)
+		g->mem[i] = i;
+	qsort_r(g->mem, c->n, sizeof(*g->mem), cmp_group, (void *)c);
+	for (size_t i = 0; i < c->n; i++) {
+		if (i == 0 || cmp_key(c, g->mem[i - 1], g->mem[i]) != 0)
+			g->off[g->n_groups++] = i;
+		g->len[g->n_groups - 1]++;
+		g->of[g->mem[i]] = g->n_groups - 1;
+	}
+	return 0;
+}
+
+/* One group per unit. Returns 0 or -ENOMEM. */
+static int unit_groups(const struct ctx *c, struct groups *g)
+{
+	g->mem = rdp_calloc(c->n, sizeof(*g->mem));
+	g->off = rdp_calloc(c->n, sizeof(*g->off));
+	g->len = rdp_calloc(c->n, sizeof(*g->len));
+	g->of = rdp_calloc(c->n, sizeof(*g->of));
+	if (!g->mem || !g->off || !g->len || !g->of)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		g->mem[i] = g->off[i] = g->of[i] = i;
+		g->len[i] = 1;
+	}
+	g->n_groups = c->n;
+	return 0;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Whether the members of each parent group have the same level to every unit outside it,
+ * and PIX (NONE when virtual) among themselves: true unless two units share a place (X) or
+ * a unit's chain has, before its end, an address that ends another unit's chain (a unit
+ * below another: PIX to it, maybe PXB to its siblings). Real pools of RDMA functions never
+ * do either; the check is conservative (by address). Returns 1, 0 or -ENOMEM.
+ */
+static int groups_exact(const struct ctx *c, size_t n_ids)
+{
+	uintptr_t *p = rdp_calloc(c->n, sizeof(*p));
+	bool *last = rdp_calloc(n_ids ? n_ids : 1, sizeof(*last));
+	int r = -ENOMEM;
+
+	if (!p || !last)
+		goto out;
+	r = 1;
+	for (size_t i = 0; i < c->n; i++) {
+		p[i] = (uintptr_t)c->spots[i].place;
+		if (c->spots[i].len)
+			last[c->ids[c->spots[i].off + c->spots[i].len - 1]] = true;
+	}
+	qsort(p, c->n, sizeof(*p), cmp_ptr);
+	for (size_t i = 1; i < c->n && r; i++)
+		if (p[i] == p[i - 1])
+			r = 0;
+	for (size_t i = 0; i < c->n && r; i++)
+		for (size_t k = 0; k + 1 < c->spots[i].len && r; k++)
+			if (last[c->ids[c->spots[i].off + k]])
+				r = 0;
+out:
+	rdp_free(p);
+	rdp_free(last);
+	return r;
+}
+
 /*
  * The seeds when must is empty: per parent group its lowest healthy index (its lowest index
- * when no unit at all is healthy), ascending. Returns how many, or -ENOMEM.
+ * when no unit at all is healthy), ascending. Returns how many.
  */
-static long pick_seeds(struct ctx *c, size_t *seeds)
+static size_t pick_seeds(const struct ctx *c, const struct groups *pg, size_t *seeds)
 {
-	size_t *order = rdp_calloc(c->n, sizeof(*order));
 	bool any_healthy = false;
 	size_t n_seeds = 0;
 
-	if (!order)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->n; i++) {
-		order[i] = i;
+	for (size_t i = 0; i < c->n; i++)
 		any_healthy |= !c->units[i].unhealthy;
-	}
-	qsort_r(order, c->n, sizeof(*order), cmp_group, c);
-	for (size_t i = 0; i < c->n;) {
-		size_t j = i, pick = c->n;
+	for (size_t k = 0; k < pg->n_groups; k++)
+		for (size_t j = 0; j < pg->len[k]; j++) {
+			size_t m = pg->mem[pg->off[k] + j];
 
-		for (; j < c->n && (j == i || cmp_key(c, order[i], order[j]) == 0); j++)
-			if (pick == c->n && (!any_healthy || !c->units[order[j]].unhealthy))
-				pick = order[j];
-		if (pick != c->n)
-			seeds[n_seeds++] = pick;
-		i = j;
-	}
-	rdp_free(order);
+			if (!any_healthy || !c->units[m].unhealthy) {
+				seeds[n_seeds++] = m;
+				break;
+			}
+		}
 	qsort(seeds, n_seeds, sizeof(*seeds), cmp_size);
-	return (long)n_seeds;
+	return n_seeds;
 }
 
-int rdp_prefer(const struct rdp_prefer_unit *units, size_t n, const size_t *must, size_t n_must,
-	       size_t size, size_t *ret)
+int rdp_prefer_mode(const struct rdp_prefer_unit *units, size_t n, const size_t *must,
+		    size_t n_must, size_t size, size_t *ret, bool grouped)
 {
 	struct ctx c = {.units = units, .n = n};
+	struct groups pg = {}, ug = {};
+	struct grower w = {.c = &c};
 	struct run cur = {}, best = {};
-	size_t *seeds = NULL;
+	size_t *seeds = NULL, n_ids = 0;
 	bool *seen;
 	int r = -ENOMEM;
 
@@ -322,34 +451,49 @@ int rdp_prefer(const struct rdp_prefer_unit *units, size_t n, const size_t *must
 
 	c.in = rdp_calloc(n, sizeof(*c.in));
 	c.cnt = rdp_calloc(n, sizeof(*c.cnt));
+	w.hcur = rdp_calloc(n, sizeof(*w.hcur));
+	w.ucur = rdp_calloc(n, sizeof(*w.ucur));
 	cur.set = rdp_calloc(size, sizeof(*cur.set));
 	best.set = rdp_calloc(size, sizeof(*best.set));
-	if (!c.in || !c.cnt || !cur.set || !best.set)
+	if (!c.in || !c.cnt || !w.hcur || !w.ucur || !cur.set || !best.set)
 		goto out;
-	r = build_spots(&c);
+	r = build_spots(&c, &n_ids);
 	if (r < 0)
 		goto out;
+	r = parent_groups(&c, &pg);
+	if (r < 0)
+		goto out;
+	if (grouped) {
+		r = groups_exact(&c, n_ids);
+		if (r < 0)
+			goto out;
+		grouped = r;
+	}
+	if (!grouped) {
+		r = unit_groups(&c, &ug);
+		if (r < 0)
+			goto out;
+	}
+	w.g = grouped ? &pg : &ug;
 
 	if (n_must) {
-		grow(&c, &best, must, n_must, 0, size);
+		grow(&w, &best, must, n_must, 0, size);
 	} else {
-		unsigned long long work = (unsigned long long)n * size, max_seeds;
-		long n_seeds;
+		unsigned long long work = (unsigned long long)w.g->n_groups * size + n, max_seeds;
+		size_t n_seeds;
 
 		r = -ENOMEM;
 		seeds = rdp_calloc(n, sizeof(*seeds));
 		if (!seeds)
 			goto out;
-		n_seeds = pick_seeds(&c, seeds);
-		if (n_seeds < 0)
-			goto out;
+		n_seeds = pick_seeds(&c, &pg, seeds);
 		max_seeds = RDP_PREFER_BUDGET / work;
 		if (max_seeds < 1)
 			max_seeds = 1;
-		if ((unsigned long long)n_seeds > max_seeds)
-			n_seeds = (long)max_seeds;
-		for (long s = 0; s < n_seeds; s++) {
-			grow(&c, s == 0 ? &best : &cur, NULL, 0, seeds[s], size);
+		if (n_seeds > max_seeds)
+			n_seeds = (size_t)max_seeds;
+		for (size_t s = 0; s < n_seeds; s++) {
+			grow(&w, s == 0 ? &best : &cur, NULL, 0, seeds[s], size);
 			if (s > 0 && cmp_run(&cur, &best) < 0) {
 				struct run t = best;
 
@@ -361,12 +505,22 @@ int rdp_prefer(const struct rdp_prefer_unit *units, size_t n, const size_t *must
 	memcpy(ret, best.set, size * sizeof(*ret));
 	r = 0;
 out:
+	groups_free(&pg);
+	groups_free(&ug);
 	rdp_free(seeds);
 	rdp_free(c.in);
 	rdp_free(c.cnt);
+	rdp_free(w.hcur);
+	rdp_free(w.ucur);
 	rdp_free(c.spots);
 	rdp_free(c.ids);
 	rdp_free(cur.set);
 	rdp_free(best.set);
 	return r;
+}
+
+int rdp_prefer(const struct rdp_prefer_unit *units, size_t n, const size_t *must, size_t n_must,
+	       size_t size, size_t *ret)
+{
+	return rdp_prefer_mode(units, n, must, n_must, size, ret, true);
 }

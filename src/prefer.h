@@ -41,7 +41,7 @@
 #include "topology.h"
 
 #define RDP_PREFER_MAX_UNITS 8192
-#define RDP_PREFER_BUDGET (1ULL << 26) /* level computations over all seeds */
+#define RDP_PREFER_BUDGET (1ULL << 23) /* candidate-steps over all seeds (~100 ms) */
 
 /* One candidate unit. */
 struct rdp_prefer_unit {
@@ -59,3 +59,8 @@ struct rdp_prefer_unit {
  */
 int rdp_prefer(const struct rdp_prefer_unit *units, size_t n, const size_t *must, size_t n_must,
 	       size_t size, size_t *ret);
+
+/* For tests: grouped false grows over single units instead of groups of interchangeable
+ * ones (n instead of the number of groups per step); the result is the same. */
+int rdp_prefer_mode(const struct rdp_prefer_unit *units, size_t n, const size_t *must,
+		    size_t n_must, size_t size, size_t *ret, bool grouped);

@@ -82,6 +82,9 @@ static void set_units(const struct rdp_topo_dev *d, size_t n)
 		int _r = rdp_prefer(units, n, must, n_must, size, _ret);                           \
 		EXPECT_EQ(_r, 0);                                                                  \
 		EXPECT_STREQ(_r == 0 ? fmt(_ret, size) : "(error)", want);                         \
+		_r = rdp_prefer_mode(units, n, must, n_must, size, _ret, false);                   \
+		EXPECT_EQ(_r, 0);                                                                  \
+		EXPECT_STREQ(_r == 0 ? fmt(_ret, size) : "(error)", want);                         \
 	} while (0)
 
 /*
@@ -323,6 +326,9 @@ static void test_random(void)
 			}
 		EXPECT_EQ(rdp_prefer(units, n, must, n_must, size, ret), 0);
 		EXPECT_EQ(rdp_prefer(units, n, must, n_must, size, ret2), 0);
+		EXPECT_TRUE(memcmp(ret, ret2, size * sizeof(*ret)) == 0);
+		/* Growing over single units gives the same as over groups. */
+		EXPECT_EQ(rdp_prefer_mode(units, n, must, n_must, size, ret2, false), 0);
 		EXPECT_TRUE(memcmp(ret, ret2, size * sizeof(*ret)) == 0);
 		for (size_t i = 1; i < size; i++)
 			EXPECT_TRUE(ret[i - 1] < ret[i]);
