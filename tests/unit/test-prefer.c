@@ -447,6 +447,13 @@ static void test_big(void)
 		fprintf(stderr, "test-prefer: %zu units, size %zu, %zu must: %.1f ms\n", n,
 			cases[c].size, cases[c].n_must, (t1 - t0) * 1e3);
 	}
+	/* The slow path (every unit its own group), one growth of 8192 x 4096. */
+	t0 = now();
+	EXPECT_EQ(rdp_prefer_mode(units, n, (size_t[]){8000}, 1, 4096, ret, false), 0);
+	t1 = now();
+	fprintf(stderr, "test-prefer: %zu units, size 4096, 1 must, per unit: %.1f ms\n", n,
+		(t1 - t0) * 1e3);
+	EXPECT_EQ(ret[0], 4096);
 	/* 8 of one PF's 32 functions; 4096: one socket. */
 	EXPECT_EQ(rdp_prefer(units, n, NULL, 0, 8, ret), 0);
 	EXPECT_STREQ(fmt(ret, 8), "0,1,2,3,4,5,6,7");
