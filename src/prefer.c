@@ -442,9 +442,10 @@ int rdp_prefer_mode(const struct rdp_prefer_unit *units, size_t n, const size_t 
 		if (size == n)
 			for (size_t i = 0; i < n; i++)
 				ret[i] = i;
-		else
+		else if (n_must)
 			memcpy(ret, must, n_must * sizeof(*must));
-		qsort(ret, size, sizeof(*ret), cmp_size);
+		if (size > 1)
+			qsort(ret, size, sizeof(*ret), cmp_size);
 		return 0;
 	}
 	/* Here 0 < size < n: n >= 2. */
