@@ -54,7 +54,7 @@
 /* One candidate unit. */
 struct rdp_prefer_unit {
 	const struct rdp_topo_dev *place; /* its position in the PCIe tree (never NULL) */
-	bool unhealthy;			  /* chosen only when must-included or nothing else is left */
+	bool unhealthy; /* chosen only when must-included or nothing else is left */
 };
 
 /*

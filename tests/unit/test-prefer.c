@@ -109,8 +109,9 @@ static size_t host(struct rdp_topo_dev *d)
 	d[n++] = mk("pci0000:15", 0, "0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.2");
 	d[n++] = mk("pci0000:15", 0, "0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.3");
 	d[n++] = mk("pci0000:15", 0, "0000:15:03.0/0000:1a:00.2");
-	d[n++] = mk("pci0000:15", 0,
-		    "0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:1b:00.0/0000:1c:00.0/0000:1d:00.2");
+	d[n++] =
+		mk("pci0000:15", 0,
+		   "0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:1b:00.0/0000:1c:00.0/0000:1d:00.2");
 	return n;
 }
 
@@ -129,10 +130,10 @@ static void test_levels_order(void)
 
 	set_units(d, n);
 	EXPECT_PREFER(n, NULL, 0, 0, "");
-	EXPECT_PREFER(n, NULL, 0, 1, "0");	   /* no pairs: lowest index */
-	EXPECT_PREFER(n, NULL, 0, 2, "0,1");	   /* every VF pair is PIX: lowest index */
-	EXPECT_PREFER(n, NULL, 0, 3, "0,1,2");	   /* 3 PIX pairs, as within A+B: lowest */
-	EXPECT_PREFER(n, NULL, 0, 4, "5,6,7,8");   /* one switch */
+	EXPECT_PREFER(n, NULL, 0, 1, "0"); /* no pairs: lowest index */
+	EXPECT_PREFER(n, NULL, 0, 2, "0,1"); /* every VF pair is PIX: lowest index */
+	EXPECT_PREFER(n, NULL, 0, 3, "0,1,2"); /* 3 PIX pairs, as within A+B: lowest */
+	EXPECT_PREFER(n, NULL, 0, 4, "5,6,7,8"); /* one switch */
 	EXPECT_PREFER(n, NULL, 0, 5, "5,6,7,8,10"); /* PXB before PHB */
 	EXPECT_PREFER(n, NULL, 0, 6, "5,6,7,8,9,10"); /* PHB before NODE */
 	EXPECT_PREFER(n, NULL, 0, 7, "3,5,6,7,8,9,10"); /* NODE before SYS */
@@ -313,7 +314,8 @@ static void test_random(void)
 
 		for (size_t i = 0; i < n; i++) {
 			d[i] = rnd_dev();
-			units[i] = (struct rdp_prefer_unit){.place = &d[i], .unhealthy = rnd(5) == 0};
+			units[i] =
+				(struct rdp_prefer_unit){.place = &d[i], .unhealthy = rnd(5) == 0};
 		}
 		if (size && rnd(3) == 0)
 			for (size_t k = 0, want = 1 + rnd((unsigned)size); k < want; k++) {
@@ -424,12 +426,13 @@ static void test_big(void)
 
 							snprintf(root, sizeof(root), "pci0000:%02x",
 								 s * 0x80 + hb * 0x20);
-							snprintf(chain, sizeof(chain),
-								 "0000:%02x:0%u.0/0000:%02x:00.0/"
-								 "0000:%02x:0%u.0/0001:%02x:%02x.%u",
-								 s * 0x80 + hb * 0x20, rp + 1, b + 1,
-								 b + 2, p, b + 3 + p, pf * 4 + f / 8,
-								 f % 8);
+							snprintf(
+								chain, sizeof(chain),
+								"0000:%02x:0%u.0/0000:%02x:00.0/"
+								"0000:%02x:0%u.0/0001:%02x:%02x.%u",
+								s * 0x80 + hb * 0x20, rp + 1, b + 1,
+								b + 2, p, b + 3 + p, pf * 4 + f / 8,
+								f % 8);
 							d[n++] = mk(root, (int)s, chain);
 						}
 	EXPECT_EQ(n, RDP_PREFER_MAX_UNITS);
@@ -498,7 +501,8 @@ static void test_dgx(const char *fixtures)
 	}
 	for (size_t i = 0; i < t->n_devs; i++)
 		for (int c = 0; c < 8; c++)
-			if (t->devs[i].kind == RDP_TOPO_NIC && strcmp(t->devs[i].name, compute[c]) == 0)
+			if (t->devs[i].kind == RDP_TOPO_NIC &&
+			    strcmp(t->devs[i].name, compute[c]) == 0)
 				nics[n++] = &t->devs[i];
 	EXPECT_EQ(n, 8);
 	if (n == 8) {
