@@ -695,6 +695,8 @@ static void reload(struct daemon *d, const char *why)
 	}
 	rdp_config_free(d->config);
 	d->config = c;
+	/* A resource whose mode changed registers anew (rdp_resources_apply_config). */
+	schedule_apply(d);
 	rdp_log(RDP_LOG_INFO, "config-reloaded",
 		"config=%s resources=%zu added=%zu removed=%zu kept=%zu why=%s",
 		rdp_log_q(d->o->config_file), rdp_resources_count(d->res), added, removed, kept,

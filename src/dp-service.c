@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "methods.h"
 #include "pb.h"
+#include "prefer.h"
 #include "quote.h"
 #include "sysfs.h"
 
@@ -38,8 +39,14 @@ void rdp_dp_state_done(struct rdp_dp_state *s)
 	}
 	rdp_free(s->unusable);
 	rdp_free(s->devices);
+	for (size_t i = 0; s->unit_v && i < s->n_unit_v; i++) {
+		rdp_free(s->unit_v[i].specs);
+		rdp_topo_dev_done(&s->unit_v[i].place);
+	}
+	rdp_free(s->unit_v);
 	memset(s, 0, sizeof(*s));
 	s->numa_node = -1;
+	s->rdma_cm_spec = SIZE_MAX;
 }
 
 /* A char device on its way into a state: pointers into the host model until copied. */
@@ -58,9 +65,81 @@ static int spec_src_cmp(const void *a, const void *b)
 	return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
+static int cmp_unit(const void *a, const void *b)
+{
+	return strcmp(((const struct rdp_dp_unit *)a)->id, ((const struct rdp_dp_unit *)b)->id);
+}
+
+static int cmp_str_ptr(const void *key, const void *e)
+{
+	return strcmp(key, *(char *const *)e);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Exclusive: one unit per usable device of the pool, its char devices found in s->specs. */
+static int build_units(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *s)
+{
+	s->unit_v = rdp_calloc(s->n_usable + 1, sizeof(*s->unit_v));
+	if (!s->unit_v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_devices; i++) {
+		const struct rdp_device *d = &h->devices[p->devices[i]];
+		struct rdp_dp_unit *u = &s->unit_v[s->n_unit_v];
+
+		if (!rdp_device_is_usable(d))
+			continue;
+		rdp_device_unit_id(d, u->id, sizeof(u->id));
+		snprintf(u->device, sizeof(u->device), "%s", d->name);
+		u->healthy = rdp_device_is_active(d);
+		u->numa_node = d->numa_node >= 0 ? d->numa_node : -1;
+		if (rdp_topo_dev_of_device(d, &u->place) < 0)
+			return -ENOMEM;
+		s->n_unit_v++;
+		u->specs = rdp_calloc(d->n_char_devices + 1, sizeof(*u->specs));
+		if (!u->specs)
+			return -ENOMEM;
+		for (size_t j = 0; j < d->n_char_devices; j++) {
+			char **f = bsearch(d->char_devices[j], s->specs, s->n_specs,
+					   sizeof(*s->specs), cmp_str_ptr);
+
+			if (f)
+				u->specs[u->n_specs++] = (size_t)(f - s->specs);
+		}
+		qsort(u->specs, u->n_specs, sizeof(*u->specs), cmp_size);
+	}
+	qsort(s->unit_v, s->n_unit_v, sizeof(*s->unit_v), cmp_unit);
+	/*
+	 * Two devices of one PCI function without an SF number (rare: a driver with several
+	 * ibdevs per function) would share an ID: each gets its ibdev name appended.
+	 */
+	bool renamed = false;
+
+	for (size_t i = 0, j; i < s->n_unit_v; i = j) {
+		for (j = i + 1; j < s->n_unit_v && strcmp(s->unit_v[i].id, s->unit_v[j].id) == 0;)
+			j++;
+		for (size_t k = i; j - i > 1 && k < j; k++) {
+			char id[RDP_UNIT_ID_MAX];
+
+			snprintf(id, sizeof(id), "%.*s-%s", RDP_PCI_ADDR_MAX - 1, s->unit_v[k].id,
+				 s->unit_v[k].device);
+			memcpy(s->unit_v[k].id, id, sizeof(id));
+			renamed = true;
+		}
+	}
+	if (renamed)
+		qsort(s->unit_v, s->n_unit_v, sizeof(*s->unit_v), cmp_unit);
+	return 0;
+}
+
 int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *ret)
 {
-	struct rdp_dp_state s = {.numa_node = -1};
+	struct rdp_dp_state s = {.numa_node = -1, .rdma_cm_spec = SIZE_MAX};
 	_cleanup_free_ struct spec_src *src = NULL;
 	size_t cap = 1, names_len = 1, n_src = 0;
 	int numa = -2; /* -2: no device seen yet */
@@ -129,10 +208,19 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struc
 		s.n_specs++;
 		if (!s.specs[s.n_specs - 1] || !s.spec_owners[s.n_specs - 1])
 			goto oom;
+		if (src[i].path == h->rdma_cm)
+			s.rdma_cm_spec = s.n_specs - 1;
 	}
-	s.units = s.n_devices > 0 ? p->res->rdma_hca_max : 0;
+	s.mode = p->res ? p->res->mode : RDP_MODE_SHARED;
 	s.healthy = s.n_active > 0;
-	s.numa_node = s.n_devices > 0 && numa >= 0 ? numa : -1;
+	if (s.mode == RDP_MODE_EXCLUSIVE) {
+		if (build_units(h, p, &s) < 0)
+			goto oom;
+		s.units = (unsigned int)s.n_unit_v;
+	} else {
+		s.units = s.n_devices > 0 ? p->res->rdma_hca_max : 0;
+		s.numa_node = s.n_devices > 0 && numa >= 0 ? numa : -1;
+	}
 	rdp_dp_state_done(ret);
 	*ret = s;
 	return 0;
@@ -141,9 +229,29 @@ oom:
 	return -ENOMEM;
 }
 
+size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s)
+{
+	size_t n = 0;
+
+	if (s->mode == RDP_MODE_SHARED)
+		return s->healthy ? s->units : 0;
+	for (size_t i = 0; i < s->n_unit_v; i++)
+		n += s->unit_v[i].healthy;
+	return n;
+}
+
 bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
 {
-	return a->units == b->units && a->healthy == b->healthy && a->numa_node == b->numa_node;
+	if (a->mode != b->mode || a->units != b->units)
+		return false;
+	if (a->mode == RDP_MODE_SHARED)
+		return a->healthy == b->healthy && a->numa_node == b->numa_node;
+	for (size_t i = 0; i < a->n_unit_v; i++)
+		if (strcmp(a->unit_v[i].id, b->unit_v[i].id) != 0 ||
+		    a->unit_v[i].healthy != b->unit_v[i].healthy ||
+		    a->unit_v[i].numa_node != b->unit_v[i].numa_node)
+			return false;
+	return true;
 }
 
 static dev_t spec_devnum(const struct rdp_dp_state *s, size_t i)
@@ -158,6 +266,16 @@ bool rdp_dp_state_same_specs(const struct rdp_dp_state *a, const struct rdp_dp_s
 	for (size_t i = 0; i < a->n_specs; i++)
 		if (strcmp(a->specs[i], b->specs[i]) != 0 || spec_devnum(a, i) != spec_devnum(b, i))
 			return false;
+	/* Exclusive: which unit owns which node matters too (numbers move between devices). */
+	if (a->mode != b->mode || a->n_unit_v != b->n_unit_v)
+		return false;
+	for (size_t i = 0; i < a->n_unit_v; i++) {
+		const struct rdp_dp_unit *x = &a->unit_v[i], *y = &b->unit_v[i];
+
+		if (strcmp(x->id, y->id) != 0 || x->n_specs != y->n_specs ||
+		    (x->n_specs && memcmp(x->specs, y->specs, x->n_specs * sizeof(*x->specs))))
+			return false;
+	}
 	return true;
 }
 
@@ -200,6 +318,41 @@ void rdp_dp_unusable_diff(const struct rdp_dp_state *old, const struct rdp_dp_st
 	}
 }
 
+/* Exclusive: a Device per unit, with its own health and NUMA node. */
+static int snapshot_pack_units(const struct rdp_dp_state *s, uint8_t **ret, size_t *ret_len)
+{
+	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+	size_t n = s->n_unit_v;
+	_cleanup_free_ V1beta1__Device *devs = rdp_calloc(n + 1, sizeof(*devs));
+	_cleanup_free_ V1beta1__Device **ptrs = rdp_calloc(n + 1, sizeof(*ptrs));
+	_cleanup_free_ V1beta1__TopologyInfo *topos = rdp_calloc(n + 1, sizeof(*topos));
+	_cleanup_free_ V1beta1__NUMANode *nodes = rdp_calloc(n + 1, sizeof(*nodes));
+	_cleanup_free_ V1beta1__NUMANode **nptrs = rdp_calloc(n + 1, sizeof(*nptrs));
+
+	if (!devs || !ptrs || !topos || !nodes || !nptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct rdp_dp_unit *u = &s->unit_v[i];
+
+		v1beta1__device__init(&devs[i]);
+		devs[i].id = (char *)u->id;
+		devs[i].health = (char *)(u->healthy ? RDP_DP_HEALTHY : RDP_DP_UNHEALTHY);
+		if (u->numa_node >= 0) {
+			v1beta1__numanode__init(&nodes[i]);
+			nodes[i].id = u->numa_node;
+			nptrs[i] = &nodes[i];
+			v1beta1__topology_info__init(&topos[i]);
+			topos[i].n_nodes = 1;
+			topos[i].nodes = &nptrs[i];
+			devs[i].topology = &topos[i];
+		}
+		ptrs[i] = &devs[i];
+	}
+	resp.n_devices = n;
+	resp.devices = ptrs;
+	return rdp_pb_pack(&resp.base, ret, ret_len);
+}
+
 int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *ret_len)
 {
 	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
@@ -221,6 +374,8 @@ int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *re
 	node.id = s->numa_node;
 	topo.n_nodes = 1;
 	topo.nodes = nodes;
+	if (s->mode == RDP_MODE_EXCLUSIVE)
+		return snapshot_pack_units(s, ret, ret_len);
 	for (unsigned int i = 0; i < s->units; i++) {
 		char *id = ids + (size_t)i * id_size;
 
@@ -236,12 +391,12 @@ int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *re
 	return rdp_pb_pack(&resp.base, ret, ret_len);
 }
 
-int rdp_dp_options_pack(uint8_t **ret, size_t *ret_len)
+int rdp_dp_options_pack(enum rdp_resource_mode mode, uint8_t **ret, size_t *ret_len)
 {
 	V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
 
 	o.pre_start_required = false;
-	o.get_preferred_allocation_available = false;
+	o.get_preferred_allocation_available = mode == RDP_MODE_EXCLUSIVE;
 	return rdp_pb_pack(&o.base, ret, ret_len);
 }
 
@@ -388,8 +543,141 @@ static int unpack_error(const struct rdp_pb_arena *a, char **ret_error)
 struct alloc_req {
 	size_t n_containers;
 	size_t n_ids; /* in all container requests */
-	long max_unit; /* highest unit index asked for */
+	long max_unit; /* shared: highest unit index asked for */
+	/*
+	 * Exclusive: the unit IDs, container after container (per[i] of container i), copied:
+	 * an answer that waits for a rescan is checked again against the new units.
+	 */
+	char **ids;
+	size_t *per;
 };
+
+static void alloc_req_done(struct alloc_req *a)
+{
+	strv_free(a->ids, a->ids ? a->n_ids : 0);
+	rdp_free(a->per);
+	a->ids = NULL;
+	a->per = NULL;
+}
+
+static int cmp_unit_key(const void *key, const void *e)
+{
+	return strcmp(key, ((const struct rdp_dp_unit *)e)->id);
+}
+
+static const struct rdp_dp_unit *find_unit(const struct rdp_dp_state *s, const char *id)
+{
+	return s->n_unit_v ? bsearch(id, s->unit_v, s->n_unit_v, sizeof(*s->unit_v), cmp_unit_key)
+			   : NULL;
+}
+
+/* Names up to RDP_DP_ERROR_IDS_SHOWN unit IDs of s, for "unknown ID" messages. */
+static void mb_add_units(struct msgbuf *b, const struct rdp_dp_state *s)
+{
+	if (!s->n_unit_v) {
+		mb_add(b, " (the resource has no units");
+	} else {
+		mb_add(b, " (the resource's units are ");
+		for (size_t i = 0; i < s->n_unit_v && i < RDP_DP_ERROR_IDS_SHOWN; i++)
+			mb_add(b, "%s\"%s\"", i ? ", " : "", s->unit_v[i].id);
+		if (s->n_unit_v > RDP_DP_ERROR_IDS_SHOWN)
+			mb_add(b, ", ... (%zu in all)", s->n_unit_v);
+	}
+	for (size_t i = 0; i < s->n_unusable; i++)
+		mb_add(b, "%s %s is unusable: %s", i ? ";" : ";", s->unusable[i].device,
+		       s->unusable[i].reason);
+	mb_add(b, ")");
+}
+
+/* One list of offending IDs in an error message. */
+struct idlist {
+	struct msgbuf b;
+	size_t n;
+};
+
+static void idlist_add(struct idlist *l, const char *id, const char *why)
+{
+	if (l->n < RDP_DP_ERROR_IDS_SHOWN) {
+		mb_add(&l->b, "%s", l->n ? ", " : "");
+		mb_add_id(&l->b, id);
+		if (why)
+			mb_add(&l->b, " (%s)", why);
+	}
+	l->n++;
+}
+
+/* " <what> <list>[, ...]" when l has entries; sep before it when something came before. */
+static void idlist_put(struct msgbuf *b, const struct idlist *l, const char *what, bool *first)
+{
+	if (!l->n)
+		return;
+	mb_add(b, "%s %s %s%s", *first ? "" : ";", what, l->b.s,
+	       l->n > RDP_DP_ERROR_IDS_SHOWN ? ", ..." : "");
+	*first = false;
+}
+
+/*
+ * Exclusive: checks the unit IDs of container request ci: known, once each, healthy.
+ * seen has room for s->n_unit_v flags (cleared here). 0, -EINVAL with *ret_error, -ENOMEM.
+ */
+static int check_unit_ids(const struct rdp_dp_state *s, size_t ci, char *const *ids, size_t n,
+			  unsigned char *seen, char **ret_error)
+{
+	struct idlist unknown = {.n = 0}, dup = {.n = 0}, sick = {.n = 0};
+	struct msgbuf b = {.n = 0};
+	bool first = true;
+
+	if (n == 0) {
+		mb_add(&b, "container request %zu names no device IDs", ci);
+		return mb_error(&b, ret_error, -EINVAL);
+	}
+	memset(seen, 0, s->n_unit_v + 1);
+	for (size_t i = 0; i < n; i++) {
+		const struct rdp_dp_unit *u = find_unit(s, ids[i]);
+
+		if (!u) {
+			idlist_add(&unknown, ids[i], NULL);
+		} else if (seen[u - s->unit_v]) {
+			idlist_add(&dup, ids[i], NULL);
+		} else {
+			seen[u - s->unit_v] = 1;
+			if (!u->healthy) {
+				char why[RDP_IBDEV_NAME_MAX + 24];
+
+				snprintf(why, sizeof(why), "%s: no active port", u->device);
+				idlist_add(&sick, ids[i], why);
+			}
+		}
+	}
+	if (!unknown.n && !dup.n && !sick.n)
+		return 0;
+	mb_add(&b, "container request %zu:", ci);
+	idlist_put(&b, &unknown, "unknown device IDs", &first);
+	if (unknown.n)
+		mb_add_units(&b, s);
+	idlist_put(&b, &dup, "duplicate device IDs", &first);
+	idlist_put(&b, &sick, "unhealthy device IDs", &first);
+	return mb_error(&b, ret_error, -EINVAL);
+}
+
+/* Exclusive: checks every container of a and keeps its IDs. Errors as check_unit_ids(). */
+static int check_alloc_units(const struct rdp_dp_state *s, const struct alloc_req *a,
+			     char **ret_error)
+{
+	_cleanup_free_ unsigned char *seen = rdp_calloc(s->n_unit_v + 1, 1);
+	size_t off = 0;
+	int k;
+
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->n_containers; i++) {
+		k = check_unit_ids(s, i, a->ids + off, a->per[i], seen, ret_error);
+		if (k < 0)
+			return k;
+		off += a->per[i];
+	}
+	return 0;
+}
 
 /* Unpacks and checks an AllocateRequest against s. Errors as rdp_dp_allocate(). */
 static int allocate_parse(const struct rdp_dp_state *s, const uint8_t *req, size_t len,
@@ -413,13 +701,41 @@ static int allocate_parse(const struct rdp_dp_state *s, const uint8_t *req, size
 		goto out;
 	}
 	for (size_t i = 0; i < r->n_container_requests; i++) {
-		k = check_ids(s, i, r->container_requests[i]->devices_ids,
-			      r->container_requests[i]->n_devices_ids, &a.max_unit, ret_error);
+		size_t n = r->container_requests[i]->n_devices_ids;
+
+		if (s->mode == RDP_MODE_EXCLUSIVE && n > RDP_DP_MAX_IDS_PER_REQUEST) {
+			mb_add(&b, "container request %zu: %zu device IDs, at most %d are accepted",
+			       i, n, RDP_DP_MAX_IDS_PER_REQUEST);
+			k = mb_error(&b, ret_error, -E2BIG);
+			goto out;
+		}
+		if (s->mode == RDP_MODE_SHARED)
+			k = check_ids(s, i, r->container_requests[i]->devices_ids, n, &a.max_unit,
+				      ret_error);
 		if (k < 0)
 			goto out;
-		a.n_ids += r->container_requests[i]->n_devices_ids;
+		a.n_ids += n;
 	}
 	a.n_containers = r->n_container_requests;
+	if (s->mode == RDP_MODE_EXCLUSIVE) {
+		a.ids = rdp_calloc(a.n_ids + 1, sizeof(*a.ids));
+		a.per = rdp_calloc(a.n_containers + 1, sizeof(*a.per));
+		k = a.ids && a.per ? 0 : -ENOMEM;
+		for (size_t i = 0, off = 0; k >= 0 && i < a.n_containers; i++) {
+			const V1beta1__ContainerAllocateRequest *c = r->container_requests[i];
+
+			a.per[i] = c->n_devices_ids;
+			for (size_t j = 0; k >= 0 && j < c->n_devices_ids; j++, off++)
+				if (!(a.ids[off] = rdp_strdup(c->devices_ids[j])))
+					k = -ENOMEM;
+		}
+		if (k >= 0)
+			k = check_alloc_units(s, &a, ret_error);
+		if (k < 0) {
+			alloc_req_done(&a);
+			goto out;
+		}
+	}
 	*ret = a;
 out:
 	v1beta1__allocate_request__free_unpacked(r, rdp_pb_arena_allocator(&arena));
@@ -439,52 +755,116 @@ static int check_usable(const struct rdp_dp_state *s, char **ret_error)
 	return mb_error(&b, ret_error, -ENODEV);
 }
 
-/* The packed AllocateResponse: n_containers copies of the state's char devices. */
-static int allocate_pack(const struct rdp_dp_state *s, size_t n_containers, uint8_t **ret,
-			 size_t *ret_len)
+/*
+ * The char devices of container ci of an exclusive request: its units' plus rdma_cm, as
+ * indexes into s->specs, ascending and unique, into out (room for the units' specs + 1).
+ */
+static size_t container_specs(const struct rdp_dp_state *s, char *const *ids, size_t n,
+			      size_t *out)
+{
+	size_t k = 0, m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct rdp_dp_unit *u = find_unit(s, ids[i]);
+
+		for (size_t j = 0; u && j < u->n_specs; j++)
+			out[k++] = u->specs[j];
+	}
+	if (s->rdma_cm_spec != SIZE_MAX)
+		out[k++] = s->rdma_cm_spec;
+	if (k > 1)
+		qsort(out, k, sizeof(*out), cmp_size);
+	for (size_t i = 0; i < k; i++)
+		if (i == 0 || out[i] != out[i - 1])
+			out[m++] = out[i];
+	return m;
+}
+
+/* Room for the spec indexes of every container of an exclusive request. */
+static size_t specs_room(const struct rdp_dp_state *s, const struct alloc_req *a)
+{
+	size_t room = a->n_containers + 1;
+
+	for (size_t i = 0; i < a->n_ids; i++) {
+		const struct rdp_dp_unit *u = find_unit(s, a->ids[i]);
+
+		room += u ? u->n_specs : 0;
+	}
+	return room;
+}
+
+/*
+ * The packed AllocateResponse: per container, every char device of the state (shared), or
+ * those of its units and rdma_cm (exclusive). *ret_max_specs: the most one container got.
+ */
+static int allocate_pack(const struct rdp_dp_state *s, const struct alloc_req *a, uint8_t **ret,
+			 size_t *ret_len, size_t *ret_max_specs)
 {
 	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
+	size_t n_containers = a->n_containers, room = 0, used = 0, max_specs = 0;
+	bool units = s->mode == RDP_MODE_EXCLUSIVE;
 	_cleanup_free_ V1beta1__ContainerAllocateResponse *cs = NULL;
 	_cleanup_free_ V1beta1__ContainerAllocateResponse **cptrs = NULL;
 	_cleanup_free_ V1beta1__DeviceSpec *specs = NULL;
 	_cleanup_free_ V1beta1__DeviceSpec **sptrs = NULL;
+	_cleanup_free_ size_t *idx = NULL;
 
+	if (units)
+		room = specs_room(s, a);
 	cs = rdp_calloc(n_containers + 1, sizeof(*cs));
 	cptrs = rdp_calloc(n_containers + 1, sizeof(*cptrs));
 	specs = rdp_calloc(s->n_specs + 1, sizeof(*specs));
-	sptrs = rdp_calloc(s->n_specs + 1, sizeof(*sptrs));
-	if (!cs || !cptrs || !specs || !sptrs)
+	sptrs = rdp_calloc((units ? room : s->n_specs) + 1, sizeof(*sptrs));
+	idx = units ? rdp_calloc(room + 1, sizeof(*idx)) : NULL;
+	if (!cs || !cptrs || !specs || !sptrs || (units && !idx))
 		return -ENOMEM;
-	/* Every container gets the same list: the messages share the DeviceSpec objects. */
+	/* The messages share the DeviceSpec objects. */
 	for (size_t i = 0; i < s->n_specs; i++) {
 		v1beta1__device_spec__init(&specs[i]);
 		specs[i].container_path = s->specs[i];
 		specs[i].host_path = s->specs[i];
 		specs[i].permissions = (char *)"rwm";
-		sptrs[i] = &specs[i];
+		if (!units)
+			sptrs[i] = &specs[i];
 	}
-	for (size_t i = 0; i < n_containers; i++) {
+	for (size_t i = 0, off = 0; i < n_containers; i++) {
 		v1beta1__container_allocate_response__init(&cs[i]);
-		cs[i].n_devices = s->n_specs;
-		cs[i].devices = sptrs;
+		if (units) {
+			size_t n = container_specs(s, a->ids + off, a->per[i], idx + used);
+
+			for (size_t j = 0; j < n; j++)
+				sptrs[used + j] = &specs[idx[used + j]];
+			cs[i].n_devices = n;
+			cs[i].devices = sptrs + used;
+			used += n;
+			off += a->per[i];
+		} else {
+			cs[i].n_devices = s->n_specs;
+			cs[i].devices = sptrs;
+		}
+		if (cs[i].n_devices > max_specs)
+			max_specs = cs[i].n_devices;
 		cptrs[i] = &cs[i];
 	}
 	resp.n_container_responses = n_containers;
 	resp.container_responses = cptrs;
+	*ret_max_specs = max_specs;
 	return rdp_pb_pack(&resp.base, ret, ret_len);
 }
 
 int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
 		    size_t *ret_len, char **ret_error)
 {
-	struct alloc_req a;
+	struct alloc_req a = {.n_containers = 0};
+	size_t n_specs;
 	int r;
 
 	r = allocate_parse(s, req, len, &a, ret_error);
 	if (r >= 0)
 		r = check_usable(s, ret_error);
 	if (r >= 0)
-		r = allocate_pack(s, a.n_containers, ret, ret_len);
+		r = allocate_pack(s, &a, ret, ret_len, &n_specs);
+	alloc_req_done(&a);
 	return r;
 }
 
@@ -563,6 +943,103 @@ static int preferred_one(const V1beta1__ContainerPreferredAllocationRequest *c, 
 	return 0;
 }
 
+/*
+ * Exclusive: one container's preferred units, closest to one another (prefer.h). out gets
+ * pointers to the state's unit IDs (room for allocation_size).
+ */
+static int preferred_units(const struct rdp_dp_state *s,
+			   const V1beta1__ContainerPreferredAllocationRequest *c, size_t ci,
+			   char **out, size_t *n_out, char **ret_error)
+{
+	size_t n_units = s->n_unit_v, n_cand = 0, n_must = 0, want;
+	_cleanup_free_ size_t *cand_of = NULL; /* unit index -> candidate index + 1 */
+	_cleanup_free_ size_t *cand = NULL, *must = NULL, *chosen = NULL;
+	_cleanup_free_ struct rdp_prefer_unit *pu = NULL;
+	struct idlist unknown = {.n = 0}, absent = {.n = 0};
+	struct msgbuf b = {.n = 0};
+	bool first = true;
+	int r;
+
+	if (c->allocation_size < 0) {
+		mb_add(&b, "container request %zu: negative allocation_size %d", ci,
+		       c->allocation_size);
+		return mb_error(&b, ret_error, -EINVAL);
+	}
+	if (c->n_available_deviceids > RDP_DP_MAX_IDS_PER_REQUEST ||
+	    c->n_must_include_deviceids > RDP_DP_MAX_IDS_PER_REQUEST) {
+		mb_add(&b, "container request %zu: more than %d device IDs", ci,
+		       RDP_DP_MAX_IDS_PER_REQUEST);
+		return mb_error(&b, ret_error, -E2BIG);
+	}
+	want = (size_t)c->allocation_size;
+	cand_of = rdp_calloc(n_units + 1, sizeof(*cand_of));
+	cand = rdp_calloc(n_units + 1, sizeof(*cand));
+	must = rdp_calloc(n_units + 1, sizeof(*must));
+	if (!cand_of || !cand || !must)
+		return -ENOMEM;
+	/* The available units (duplicates once), in ID order: the tie-break is the address. */
+	for (size_t i = 0; i < c->n_available_deviceids; i++) {
+		const struct rdp_dp_unit *u = find_unit(s, c->available_deviceids[i]);
+
+		if (!u)
+			idlist_add(&unknown, c->available_deviceids[i], NULL);
+		else
+			cand_of[u - s->unit_v] = 1;
+	}
+	for (size_t i = 0; i < c->n_must_include_deviceids; i++) {
+		const struct rdp_dp_unit *u = find_unit(s, c->must_include_deviceids[i]);
+
+		if (!u)
+			idlist_add(&unknown, c->must_include_deviceids[i], NULL);
+		else if (!cand_of[u - s->unit_v])
+			idlist_add(&absent, c->must_include_deviceids[i], NULL);
+	}
+	if (unknown.n || absent.n) {
+		mb_add(&b, "container request %zu:", ci);
+		idlist_put(&b, &unknown, "unknown device IDs", &first);
+		if (unknown.n)
+			mb_add_units(&b, s);
+		idlist_put(&b, &absent, "must-include device IDs not among the available ones",
+			   &first);
+		return mb_error(&b, ret_error, -EINVAL);
+	}
+	for (size_t i = 0; i < n_units; i++)
+		if (cand_of[i]) {
+			cand[n_cand] = i;
+			cand_of[i] = ++n_cand;
+		}
+	for (size_t i = 0; i < c->n_must_include_deviceids; i++) {
+		size_t k = cand_of[find_unit(s, c->must_include_deviceids[i]) - s->unit_v] - 1;
+		bool dup = false;
+
+		for (size_t j = 0; j < n_must && !dup; j++)
+			dup = must[j] == k;
+		if (!dup)
+			must[n_must++] = k;
+	}
+	if (want > n_cand || want < n_must) {
+		mb_add(&b, "container request %zu: allocation_size %zu, but %zu %s", ci, want,
+		       want > n_cand ? n_cand : n_must,
+		       want > n_cand ? "distinct device IDs are available"
+				     : "distinct device IDs must be included");
+		return mb_error(&b, ret_error, -EINVAL);
+	}
+	pu = rdp_calloc(n_cand + 1, sizeof(*pu));
+	chosen = rdp_calloc(want + 1, sizeof(*chosen));
+	if (!pu || !chosen)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_cand; i++)
+		pu[i] = (struct rdp_prefer_unit){.place = &s->unit_v[cand[i]].place,
+						 .unhealthy = !s->unit_v[cand[i]].healthy};
+	r = rdp_prefer(pu, n_cand, must, n_must, want, chosen);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < want; i++)
+		out[i] = (char *)s->unit_v[cand[chosen[i]]].id;
+	*n_out = want;
+	return 0;
+}
+
 int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req, size_t len,
 				uint8_t **ret, size_t *ret_len, char **ret_error)
 {
@@ -575,7 +1052,6 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 	size_t n_done = 0;
 	int k = 0;
 
-	(void)s;
 	*ret_error = NULL;
 	r = v1beta1__preferred_allocation_request__unpack(rdp_pb_arena_allocator(&arena), len,
 							  req);
@@ -604,7 +1080,11 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 			k = -ENOMEM;
 			goto out;
 		}
-		k = preferred_one(c, i, cs[i].deviceids, &cs[i].n_deviceids, ret_error);
+		if (s->mode == RDP_MODE_EXCLUSIVE)
+			k = preferred_units(s, c, i, cs[i].deviceids, &cs[i].n_deviceids,
+					    ret_error);
+		else
+			k = preferred_one(c, i, cs[i].deviceids, &cs[i].n_deviceids, ret_error);
 		if (k < 0) {
 			n_done++;
 			goto out;
@@ -631,6 +1111,7 @@ struct parked {
 };
 
 struct rdp_dp_service {
+	enum rdp_resource_mode mode; /* as registered: what GetDevicePluginOptions says */
 	struct rdp_dp_state state;
 	uint8_t *snap; /* packed snapshot of state, sent to every stream */
 	size_t snap_len;
@@ -659,6 +1140,7 @@ int rdp_dp_service_new(rdp_dp_call_cb cb, void *userdata, struct rdp_dp_service 
 	if (!s)
 		return -ENOMEM;
 	s->state.numa_node = -1;
+	s->state.rdma_cm_spec = SIZE_MAX;
 	s->cb = cb;
 	s->userdata = userdata;
 	s->dev_fd = -1;
@@ -703,6 +1185,7 @@ struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 	while (s->n_parked > 0) {
 		struct parked p = unpark(s, s->n_parked - 1);
 
+		alloc_req_done(&p.req);
 		rdp_grpc_call_fail(p.call, RDP_GRPC_UNAVAILABLE, "device plugin is shutting down");
 	}
 	if (s->dev_fd >= 0)
@@ -714,6 +1197,11 @@ struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 	rdp_dp_state_done(&s->state);
 	rdp_free(s);
 	return NULL;
+}
+
+void rdp_dp_service_set_mode(struct rdp_dp_service *s, enum rdp_resource_mode mode)
+{
+	s->mode = mode;
 }
 
 const struct rdp_dp_state *rdp_dp_service_state(const struct rdp_dp_service *s)
@@ -985,6 +1473,7 @@ static void on_parked_close(struct rdp_grpc_call *call, void *userdata)
 
 			info.n_containers = p.req.n_containers;
 			info.n_ids = p.req.n_ids;
+			alloc_req_done(&p.req);
 			break;
 		}
 	}
@@ -994,9 +1483,10 @@ static void on_parked_close(struct rdp_grpc_call *call, void *userdata)
 /*
  * Answers a checked Allocate request from the current state, or parks it (may_park, a
  * refresh callback, a failed node check). Reports what it did unless it parked the call.
+ * Takes a over (its IDs go with a parked call, or are freed).
  */
 static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call,
-			    const struct alloc_req *a, bool may_park, bool waited)
+			    struct alloc_req *a, bool may_park, bool waited)
 {
 	struct rdp_dp_call_info info = {
 		.method = "Allocate",
@@ -1012,12 +1502,29 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 	size_t out_len = 0;
 	int r;
 
-	if (a->max_unit >= (long)s->state.units) {
+	if (s->state.mode == RDP_MODE_SHARED && a->max_unit >= (long)s->state.units) {
 		/* Only after a wait: the rescan took units away. */
 		mb_add(&b, "the resource has %u units now, the request names unit \"%ld\"",
 		       s->state.units, a->max_unit);
 		r = mb_error(&b, &error, -EINVAL);
 		goto fail;
+	}
+	if (s->state.mode == RDP_MODE_SHARED && a->ids) {
+		mb_add(&b, "the resource is shared now: ask again with the IDs it lists");
+		r = mb_error(&b, &error, -EINVAL);
+		goto fail;
+	}
+	if (s->state.mode == RDP_MODE_EXCLUSIVE && !a->ids) {
+		/* Only after a wait: the resource turned exclusive while the call waited. */
+		mb_add(&b, "the resource is exclusive now: ask again with the IDs it lists");
+		r = mb_error(&b, &error, -EINVAL);
+		goto fail;
+	}
+	if (waited && a->ids) {
+		/* Only after a wait: the rescan may have taken units away or made them sick. */
+		r = check_alloc_units(&s->state, a, &error);
+		if (r < 0)
+			goto fail;
 	}
 	r = check_usable(&s->state, &error);
 	if (r < 0)
@@ -1032,6 +1539,7 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 			goto fail;
 		}
 		s->parked[s->n_parked++] = (struct parked){.call = call, .req = *a};
+		*a = (struct alloc_req){.n_containers = 0}; /* the parked call owns its IDs */
 		rdp_grpc_call_set_close_cb(call, on_parked_close, s);
 		if (!s->refresh_pending) {
 			s->refresh_pending = true;
@@ -1044,10 +1552,10 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 		r = mb_error(&b, &error, r);
 		goto fail;
 	}
-	r = allocate_pack(&s->state, a->n_containers, &out, &out_len);
+	r = allocate_pack(&s->state, a, &out, &out_len, &info.n_specs);
+	alloc_req_done(a);
 	if (r < 0)
 		goto fail;
-	info.n_specs = s->state.n_specs;
 	if (rdp_grpc_call_reply(call, out ? out : empty_msg, out_len) < 0) {
 		info.code = RDP_GRPC_INTERNAL;
 		info.message = "cannot send the reply";
@@ -1055,6 +1563,7 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 	report(s, &info);
 	return;
 fail:
+	alloc_req_done(a);
 	info.code = errno_code(r);
 	info.message = error ? error : "cannot answer Allocate: out of memory";
 	rdp_grpc_call_fail(call, info.code, info.message);
@@ -1091,7 +1600,7 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 	if (m != RDP_METHOD_UNKNOWN && rdp_methods[m].service != RDP_SERVICE_DEVICE_PLUGIN)
 		m = RDP_METHOD_UNKNOWN;
 	if (m == RDP_METHOD_DP_OPTIONS) {
-		r = rdp_dp_options_pack(&out, &out_len);
+		r = rdp_dp_options_pack(s->mode, &out, &out_len);
 	} else if (m == RDP_METHOD_DP_LIST_AND_WATCH) {
 		r = list_and_watch(s, call, &info);
 		if (r >= 0) {
@@ -1099,7 +1608,7 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 			return;
 		}
 	} else if (m == RDP_METHOD_DP_ALLOCATE) {
-		struct alloc_req a;
+		struct alloc_req a = {.n_containers = 0};
 
 		r = allocate_parse(&s->state, req, len, &a, &error);
 		if (r >= 0) {

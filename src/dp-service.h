@@ -9,17 +9,26 @@
  *  - a service object that answers the calls of a gRPC server with the current state and keeps
  *    the open ListAndWatch streams, sending them a new snapshot when the state changes.
  *
- * Shared units: a resource advertises rdmaHcaMax interchangeable units "0".."N-1"; whichever
- * units a container gets, it gets the char devices of every device of the pool.
+ * Shared units (config "mode": "shared", the default): a resource advertises rdmaHcaMax
+ * interchangeable units "0".."N-1"; whichever units a container gets, it gets the char
+ * devices of every device of the pool. GetPreferredAllocation is not advertised.
+ *
+ * Exclusive units ("mode": "exclusive"): one unit per usable device of the pool, its ID the
+ * device's unit ID (rdp_device_unit_id(): the PCI address, "0000:18:00.2"), its health its
+ * own ports' and its TopologyInfo its own NUMA node. A container gets exactly the char
+ * devices of its units, plus rdma_cm. GetPreferredAllocation is advertised and answered
+ * from the PCIe tree (prefer.h).
  */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "device.h"
 #include "grpc.h"
 #include "pool.h"
+#include "topology.h"
 
 /* Bounds on what a peer may ask for in one request (kubelet sends one container request). */
 #define RDP_DP_MAX_CONTAINER_REQUESTS 64
@@ -36,9 +45,22 @@ struct rdp_dp_unusable {
 	char *reason; /* "/dev/infiniband/uverbs5 missing" */
 };
 
+/* One unit of an exclusive resource: one usable device of the pool. */
+struct rdp_dp_unit {
+	char id[RDP_UNIT_ID_MAX]; /* rdp_device_unit_id(): "0000:18:00.2" */
+	char device[RDP_IBDEV_NAME_MAX]; /* "mlx5_3" */
+	bool healthy; /* an active port (ACTIVE or ACTIVE_DEFER) */
+	int numa_node; /* -1: no TopologyInfo */
+	size_t *specs; /* its char devices: indexes into the state's specs, ascending */
+	size_t n_specs;
+	struct rdp_topo_dev place; /* where it sits in the PCIe tree (topology.h) */
+};
+
 /* What one resource serves; self-contained (no pointer into the host model or config). */
 struct rdp_dp_state {
-	unsigned int units; /* rdmaHcaMax, or 0 when the pool has no device */
+	enum rdp_resource_mode mode;
+	unsigned int units; /* shared: rdmaHcaMax, or 0 when the pool has no device;
+			       exclusive: n_unit_v */
 	bool healthy; /* at least one usable device of the pool has an active port */
 	int numa_node; /* NUMA node every unit carries as topology; -1: none */
 	size_t n_devices; /* devices in the pool */
@@ -57,6 +79,10 @@ struct rdp_dp_state {
 	size_t n_specs;
 	struct rdp_dp_unusable *unusable; /* the pool's unusable devices, in pool order */
 	size_t n_unusable;
+	/* Exclusive: the units, sorted by ID (strcmp: PCI address order). */
+	struct rdp_dp_unit *unit_v;
+	size_t n_unit_v;
+	size_t rdma_cm_spec; /* index of rdma_cm in specs; SIZE_MAX: none */
 };
 
 /*
@@ -67,6 +93,8 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p,
 		       struct rdp_dp_state *ret);
 /* Frees the contents; s can be reused. */
 void rdp_dp_state_done(struct rdp_dp_state *s);
+/* The units advertised Healthy. */
+size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s);
 /* True when both produce the same ListAndWatch snapshot (units, health, topology). */
 bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
 /* True when both hand out the same char devices (paths and expected numbers). */
@@ -91,17 +119,20 @@ void rdp_dp_unusable_diff(const struct rdp_dp_state *old, const struct rdp_dp_st
 			  rdp_dp_unusable_cb cb, void *userdata);
 
 /*
- * The packed ListAndWatchResponse for s: units "0".."N-1", each with the state's health and,
- * when numa_node >= 0, TopologyInfo{nodes:[{ID: numa_node}]}. Returns 0 or -ENOMEM;
- * *ret is rdp_malloc'd (rdp_pb_pack()).
+ * The packed ListAndWatchResponse for s. Shared: units "0".."N-1", each with the state's
+ * health and, when numa_node >= 0, TopologyInfo{nodes:[{ID: numa_node}]}. Exclusive: one
+ * Device per unit with its own ID, health and NUMA node. Returns 0 or -ENOMEM; *ret is
+ * rdp_malloc'd (rdp_pb_pack()).
  */
 int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *ret_len);
 
 /*
  * Answers a packed AllocateRequest: one ContainerAllocateResponse per container request, each
- * listing every char device of the state (host path = container path, permissions "rwm").
+ * listing the char devices of the state (host path = container path, permissions "rwm"):
+ * shared, every one; exclusive, those of the container's units plus rdma_cm.
  * Returns 0 with the packed AllocateResponse; -EBADMSG when req does not parse; -EINVAL when a
- * request names unknown, duplicate or too many unit IDs, or none (*ret_error says which);
+ * request names unknown, duplicate or too many unit IDs, or none, or (exclusive) unhealthy
+ * ones (*ret_error says which);
  * -E2BIG when a bound above is exceeded (*ret_error says which); -ENODEV when the pool has
  * devices but none is usable (*ret_error names them and why); -ENOMEM.
  * *ret and *ret_error are rdp_malloc'd; *ret_error is set only on -EINVAL / -E2BIG / -ENODEV.
@@ -111,15 +142,24 @@ int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len
 		    size_t *ret_len, char **ret_error);
 
 /*
- * Answers a packed PreferredAllocationRequest: per container request, the must-include IDs
- * (deduplicated, in order) topped up with available IDs not already chosen, in order, up to
- * allocation_size. Errors as rdp_dp_allocate (-EINVAL for a negative allocation_size).
+ * Answers a packed PreferredAllocationRequest, per container request (kubelet's semantics:
+ * available_deviceIDs includes the must-include ones, allocation_size counts them):
+ *  - shared: the must-include IDs (deduplicated, in order) topped up with available IDs not
+ *    already chosen, in order, up to allocation_size;
+ *  - exclusive: allocation_size units, all must-include ones among them, closest to one
+ *    another in the PCIe tree (rdp_prefer()), ascending by ID. -EINVAL names what makes a
+ *    request impossible: unknown IDs, a must-include ID not among the available ones, a size
+ *    larger than the available units or smaller than the must-include ones.
+ * Errors as rdp_dp_allocate (-EINVAL for a negative allocation_size).
  */
 int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req, size_t len,
 				uint8_t **ret, size_t *ret_len, char **ret_error);
 
-/* The packed DevicePluginOptions: no pre-start, no preferred allocation. */
-int rdp_dp_options_pack(uint8_t **ret, size_t *ret_len);
+/*
+ * The packed DevicePluginOptions: no pre-start; GetPreferredAllocation for an exclusive
+ * resource only (the same in the RegisterRequest: registration.h).
+ */
+int rdp_dp_options_pack(enum rdp_resource_mode mode, uint8_t **ret, size_t *ret_len);
 
 /* Service object. */
 
@@ -144,6 +184,11 @@ typedef void (*rdp_dp_call_cb)(const struct rdp_dp_call_info *info, void *userda
 
 /* Creates an empty service (0 units until a state is set). cb may be NULL. Returns 0/-ENOMEM. */
 int rdp_dp_service_new(rdp_dp_call_cb cb, void *userdata, struct rdp_dp_service **ret);
+/*
+ * The mode the resource is registered with: what GetDevicePluginOptions answers (the state's
+ * mode follows with the next rdp_dp_service_set_state()). Shared until set.
+ */
+void rdp_dp_service_set_mode(struct rdp_dp_service *s, enum rdp_resource_mode mode);
 /*
  * Ends the streams still open (UNAVAILABLE) and frees. Free the gRPC servers first where
  * possible: their close callbacks take the streams off the service. Accepts NULL, returns NULL.

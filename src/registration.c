@@ -12,14 +12,14 @@
 #include "pb.h"
 #include "pluginregistration.pb-c.h"
 
-int rdp_register_request_pack(const char *endpoint, const char *resource_name, uint8_t **ret,
-			      size_t *ret_len)
+int rdp_register_request_pack(const char *endpoint, const char *resource_name, bool preferred,
+			      uint8_t **ret, size_t *ret_len)
 {
 	V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
 	V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
 
 	o.pre_start_required = false;
-	o.get_preferred_allocation_available = false;
+	o.get_preferred_allocation_available = preferred;
 	req.version = (char *)RDP_API_VERSION;
 	req.endpoint = (char *)endpoint;
 	req.resource_name = (char *)resource_name;
@@ -42,7 +42,8 @@ struct rdp_registration {
 };
 
 int rdp_registration_new(struct rdp_event *e, const char *kubelet_sock, const char *endpoint,
-			 const char *resource_name, const struct rdp_registration_ops *ops,
+			 const char *resource_name, bool preferred,
+			 const struct rdp_registration_ops *ops,
 			 void *userdata, struct rdp_registration **ret)
 {
 	struct rdp_registration *r = rdp_calloc(1, sizeof(*r));
@@ -58,7 +59,7 @@ int rdp_registration_new(struct rdp_event *e, const char *kubelet_sock, const ch
 		rdp_registration_free(r);
 		return -ENOMEM;
 	}
-	k = rdp_register_request_pack(endpoint, resource_name, &r->req, &r->req_len);
+	k = rdp_register_request_pack(endpoint, resource_name, preferred, &r->req, &r->req_len);
 	if (k < 0) {
 		rdp_registration_free(r);
 		return k;

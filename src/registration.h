@@ -34,9 +34,12 @@ struct rdp_event;
 /* kubelet dials back and calls GetDevicePluginOptions inside Register: leave it time. */
 #define RDP_REGISTRATION_TIMEOUT_USEC (30 * 1000 * 1000ULL)
 
-/* The packed RegisterRequest: version v1beta1, both options false. Returns 0 or -ENOMEM. */
-int rdp_register_request_pack(const char *endpoint, const char *resource_name, uint8_t **ret,
-			      size_t *ret_len);
+/*
+ * The packed RegisterRequest: version v1beta1, no pre-start, GetPreferredAllocation as
+ * preferred says (an exclusive resource's). Returns 0 or -ENOMEM.
+ */
+int rdp_register_request_pack(const char *endpoint, const char *resource_name, bool preferred,
+			      uint8_t **ret, size_t *ret_len);
 
 struct rdp_registration;
 
@@ -55,7 +58,8 @@ struct rdp_registration_ops {
 
 /* Copies the strings. Nothing happens until rdp_registration_start(). Returns 0 or -ENOMEM. */
 int rdp_registration_new(struct rdp_event *e, const char *kubelet_sock, const char *endpoint,
-			 const char *resource_name, const struct rdp_registration_ops *ops,
+			 const char *resource_name, bool preferred,
+			 const struct rdp_registration_ops *ops,
 			 void *userdata, struct rdp_registration **ret);
 /* Cancels whatever is in flight or scheduled. Accepts NULL, returns NULL. */
 struct rdp_registration *rdp_registration_free(struct rdp_registration *r);

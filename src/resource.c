@@ -25,6 +25,7 @@ struct res {
 	char *full_name; /* prefix/name */
 	char *endpoint; /* "<name>.sock", relative to the socket directory */
 	char *sock_path; /* absolute */
+	enum rdp_resource_mode res_mode; /* shared or exclusive, as registered */
 	struct rdp_dp_service *dp;
 	struct rdp_grpc_server *server;
 	struct rdp_registration *reg; /* kubelet.sock mode only */
@@ -120,12 +121,16 @@ static void log_state(struct res *r, const char *event, enum rdp_log_level l)
 	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
 	char numa[16] = "none";
 
-	if (st->numa_node >= 0)
+	if (st->mode == RDP_MODE_EXCLUSIVE)
+		snprintf(numa, sizeof(numa), "per-unit");
+	else if (st->numa_node >= 0)
 		snprintf(numa, sizeof(numa), "%d", st->numa_node);
 	rdp_log(l, event,
-		"resource=%s units=%u healthy=%u numa=%s devices=%s usable=%zu active=%zu specs=%zu",
-		r->full_name, st->units, st->healthy ? st->units : 0, numa,
-		rdp_log_q(st->devices ? st->devices : ""), st->n_usable, st->n_active, st->n_specs);
+		"resource=%s sharing=%s units=%u healthy=%zu numa=%s devices=%s usable=%zu active=%zu "
+		"specs=%zu",
+		r->full_name, rdp_resource_mode_name(st->mode), st->units,
+		rdp_dp_state_healthy_units(st), numa, rdp_log_q(st->devices ? st->devices : ""),
+		st->n_usable, st->n_active, st->n_specs);
 }
 
 /* (Re)arms the resource's one timer; 0 disarms. */
@@ -491,7 +496,7 @@ static int res_set_mode(struct res *r)
 	r->reg = rdp_registration_free(r->reg);
 	if (s->mode == RDP_REGISTRATION_KUBELET_SOCK) {
 		k = rdp_registration_new(s->event, s->kubelet_sock, r->endpoint, r->full_name,
-					 &register_ops, r, &r->reg);
+					 r->res_mode == RDP_MODE_EXCLUSIVE, &register_ops, r, &r->reg);
 		if (k < 0)
 			return k;
 	}
@@ -518,6 +523,7 @@ static int res_new(struct rdp_resources *s, const struct rdp_resource *c, struct
 	r->prefix = rdp_strdup(c->prefix);
 	r->full_name = rdp_strdup(c->full_name);
 	r->endpoint = rdp_asprintf("%s.sock", c->name);
+	r->res_mode = c->mode;
 	if (!r->name || !r->prefix || !r->full_name || !r->endpoint) {
 		res_free(r);
 		return -ENOMEM;
@@ -527,6 +533,8 @@ static int res_new(struct rdp_resources *s, const struct rdp_resource *c, struct
 		k = res_set_mode(r);
 	if (k >= 0)
 		k = rdp_dp_service_new(on_dp_call, r, &r->dp);
+	if (k >= 0)
+		rdp_dp_service_set_mode(r->dp, r->res_mode);
 	/* Allocate checks its char devices under the dev root; without it, no check. */
 	if (k >= 0)
 		k = rdp_dp_service_set_dev_root(r->dp, s->dev_root);
@@ -659,6 +667,28 @@ static ssize_t find_res(struct res **v, size_t n, const struct rdp_resource *c)
 	return -1;
 }
 
+/*
+ * A kept resource turned shared or exclusive: kubelet learns the options (preferred
+ * allocation) only at registration, so the socket is made anew and registered again.
+ */
+static void res_change_mode(struct res *r, enum rdp_resource_mode mode)
+{
+	int k;
+
+	rdp_log(RDP_LOG_INFO, "resource-mode-changed", "resource=%s from=%s to=%s",
+		r->full_name, rdp_resource_mode_name(r->res_mode), rdp_resource_mode_name(mode));
+	r->res_mode = mode;
+	rdp_dp_service_set_mode(r->dp, mode);
+	if (r->reg) {
+		/* A new RegisterRequest: the old one carries the old options. */
+		k = res_set_mode(r);
+		if (k < 0)
+			rdp_log(RDP_LOG_ERROR, "register-failed", "resource=%s error=%s",
+				r->full_name, rdp_log_errno(k));
+	}
+	r->restart_pending = true;
+}
+
 int rdp_resources_apply_config(struct rdp_resources *s, const struct rdp_config *c,
 			       size_t *ret_added, size_t *ret_removed, size_t *ret_kept)
 {
@@ -694,6 +724,8 @@ int rdp_resources_apply_config(struct rdp_resources *s, const struct rdp_config 
 		if (from[i] >= 0) {
 			res[i] = TAKE_PTR(old[from[i]]);
 			kept++;
+			if (res[i]->res_mode != c->resources[i].mode)
+				res_change_mode(res[i], c->resources[i].mode);
 		}
 	}
 	/*

@@ -243,6 +243,8 @@ class FakeKubelet:
         self._retry = {}         # watcher: socket path -> (next attempt time, backoff seconds)
         self.hidden_roots = [str(h).rstrip("/") + "/" for h in hidden_roots]
         self.dials = []          # every device-plugin endpoint kubelet dialled (its view)
+        self.in_use = {}         # admit(): resource -> device IDs allocated to containers
+        self.preferred_calls = []  # admit(): (resource, available, must, size, answer)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self):
@@ -546,6 +548,84 @@ class FakeKubelet:
                 total, healthy, _ = summary(s)
                 out[n] = (total, healthy)
             return out
+
+
+    # -- device manager: what kubelet does to admit a container -----------------------------
+    def admit(self, resource, needed, reuse=(), numa=None, timeout=30):
+        """kubelet's devicemanager devicesToAllocate, then Allocate, for one container asking
+        for `needed` units of resource (pkg/kubelet/cm/devicemanager/manager.go):
+          - reuse: devices the pod already holds (an init container's): allocated first, and
+            passed to the plugin as must_include_deviceIDs;
+          - available = healthy devices of the latest snapshot minus those in use
+            (self.in_use[resource]) and the reused ones;
+          - numa: the Topology Manager's hint (NUMA node IDs) or None (no hint): available
+            devices split into aligned (TopologyInfo names a node of the hint), unaligned and
+            no-affinity (no TopologyInfo; all of them without a hint);
+          - when the remaining need is below the aligned count, the plugin is asked to prefer
+            among aligned ∪ allocated, else all aligned ones are taken first and the plugin
+            is asked among available ∪ allocated; then no-affinity, then unaligned;
+          - GetPreferredAllocation is called only when the plugin's options advertise it, with
+            allocation_size = the whole request (reused ones included); the answer is
+            intersected with the candidates (a Go set: kubelet takes any of them).
+        Returns (ids, AllocateResponse); the IDs are then in use."""
+        reg = self.current[resource]
+        snap = reg.client.latest()
+        with self.cond:
+            used = self.in_use.setdefault(resource, set())
+        reuse = list(reuse)
+        allocated = list(reuse)
+        healthy = [d.ID for d in snap.devices if d.health == "Healthy"]
+        available = sorted(set(healthy) - used - set(reuse))
+        if len(available) < needed - len(allocated):
+            raise RuntimeError("requested number of devices unavailable for %s. Requested: "
+                               "%d, Available: %d" % (resource, needed - len(allocated),
+                                                      len(available)))
+
+        def take(ids):  # allocateRemainingFrom
+            for i in sorted(ids):
+                if len(allocated) >= needed:
+                    break
+                if i not in allocated:
+                    allocated.append(i)
+            return len(allocated) >= needed
+
+        def prefer(candidates):
+            if not reg.options.get_preferred_allocation_available:
+                return []
+            cands = sorted(set(candidates) | set(allocated))
+            must = list(allocated)
+            resp = reg.client.preferred(cands, must, needed, timeout=timeout)
+            pref = list(resp.container_responses[0].deviceIDs)
+            self.preferred_calls.append((resource, cands, must, needed, pref))
+            return pref
+
+        if len(allocated) < needed:
+            by_id = {d.ID: d for d in snap.devices}
+            aligned, unaligned, noaff = [], [], []
+            for i in available:
+                nodes = {n.ID for n in by_id[i].topology.nodes} if by_id[i].HasField(
+                    "topology") else set()
+                if numa is None or not nodes:
+                    noaff.append(i)
+                elif nodes & set(numa):
+                    aligned.append(i)
+                else:
+                    unaligned.append(i)
+            if needed - len(allocated) < len(aligned):
+                if not take(set(prefer(aligned)) & set(aligned)):
+                    take(aligned)
+            elif not take(aligned):
+                if not take(set(prefer(available)) & set(available)):
+                    if not take(noaff):
+                        take(unaligned)
+        resp = reg.client.allocate(allocated, timeout=timeout)
+        with self.cond:
+            used.update(allocated)
+        return allocated, resp
+
+    def release(self, resource, ids):
+        with self.cond:
+            self.in_use.setdefault(resource, set()).difference_update(ids)
 
 
 # ------------------------------------------------------------------------------------------------

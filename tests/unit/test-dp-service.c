@@ -419,7 +419,7 @@ static void test_options(void)
 	size_t len = 99;
 	V1beta1__DevicePluginOptions *o;
 
-	EXPECT_EQ(rdp_dp_options_pack(&buf, &len), 0);
+	EXPECT_EQ(rdp_dp_options_pack(RDP_MODE_SHARED, &buf, &len), 0);
 	o = v1beta1__device_plugin_options__unpack(NULL, len, buf ? buf : (uint8_t *)"");
 	EXPECT_TRUE(o && !o->pre_start_required && !o->get_preferred_allocation_available);
 	if (o)
@@ -1003,7 +1003,7 @@ static void test_registration_messages(void)
 	uint8_t *buf = NULL;
 	size_t len;
 
-	EXPECT_EQ(rdp_register_request_pack("a.sock", "rdma/a", &buf, &len), 0);
+	EXPECT_EQ(rdp_register_request_pack("a.sock", "rdma/a", false, &buf, &len), 0);
 	r = v1beta1__register_request__unpack(NULL, len, buf);
 	EXPECT_TRUE(r != NULL);
 	if (r) {
