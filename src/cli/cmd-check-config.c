@@ -97,6 +97,38 @@ static void text_selectors(const struct rdp_selectors *s)
 	}
 }
 
+/*
+ * An exclusive resource's units as serve advertises them (by the daemon's code): ID (what
+ * pods' allocations and kubelet's checkpoint name), device, NUMA node (the Topology
+ * Manager's hint), PCIe root (DRA's pcieRoot), health.
+ */
+static void text_units(const struct rdp_host *h, const struct rdp_pool *p)
+{
+	struct rdp_dp_state st = {.numa_node = -1};
+
+	if (rdp_dp_state_build(h, p, &st) < 0) {
+		printf("  units: (out of memory)\n");
+		return;
+	}
+	printf("  units: %zu (one per usable device; IDs are PCI addresses)\n", st.n_unit_v);
+	if (st.n_unit_v)
+		printf("    %-22s %-12s %-5s %-11s %s\n", "ID", "DEVICE", "NUMA", "PCIE ROOT",
+		       "HEALTH");
+	for (size_t i = 0; i < st.n_unit_v; i++) {
+		const struct rdp_dp_unit *u = &st.unit_v[i];
+		char numa[16];
+
+		snprintf(numa, sizeof(numa), u->numa_node >= 0 ? "%d" : "-", u->numa_node);
+		printf("    %-22s %-12s %-5s %-11s %s\n", u->id, u->device, numa,
+		       u->place.pcie_root[0] ? u->place.pcie_root : "-",
+		       u->healthy ? RDP_DP_HEALTHY : RDP_DP_UNHEALTHY " (no active port)");
+	}
+	for (size_t i = 0; i < st.n_unusable; i++)
+		printf("    (%s: no unit, unusable: %s)\n", st.unusable[i].device,
+		       st.unusable[i].reason);
+	rdp_dp_state_done(&st);
+}
+
 static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 			const struct rdp_pools *pools, const struct rdp_diags *d)
 {
@@ -107,8 +139,13 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 	for (size_t i = 0; i < c->n_resources; i++) {
 		const struct rdp_resource *res = &c->resources[i];
 
-		printf("\nresource %s (rdmaHcaMax %u)%s: %zu of %zu devices selected\n",
-		       res->full_name, res->rdma_hca_max,
+		char how[64];
+
+		if (res->mode == RDP_MODE_EXCLUSIVE)
+			snprintf(how, sizeof(how), "exclusive: one unit per device");
+		else
+			snprintf(how, sizeof(how), "shared, rdmaHcaMax %u", res->rdma_hca_max);
+		printf("\nresource %s (%s)%s: %zu of %zu devices selected\n", res->full_name, how,
 		       res->legacy_devices ? " [legacy \"devices\"]" : "", pools->v[i].n_devices,
 		       h->n_devices);
 		printf("  selectors:\n");
@@ -134,6 +171,8 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 					       ex.result[k] == RDP_SEL_MATCH ? "+" : "-", dev->name,
 					       ex.text[k]);
 		}
+		if (res->mode == RDP_MODE_EXCLUSIVE)
+			text_units(h, &pools->v[i]);
 	}
 	printf("\npools:\n");
 	printf("  %-32s %6s  %-5s %-8s %s\n", "RESOURCE", "UNITS", "NUMA", "HEALTH", "DEVICES");
@@ -152,8 +191,10 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		else
 			snprintf(numa, sizeof(numa), "%s", p->n_devices ? "mixed" : "-");
 		snprintf(health, sizeof(health), "%zu/%zu", st.n_active, p->n_devices);
-		printf("  %-32s %6u  %-5s %-8s ", p->res->full_name,
-		       p->n_devices ? p->res->rdma_hca_max : 0, numa, health);
+		if (st.mode == RDP_MODE_EXCLUSIVE)
+			snprintf(health, sizeof(health), "%zu/%zu",
+				 rdp_dp_state_healthy_units(&st), p->n_devices);
+		printf("  %-32s %6u  %-5s %-8s ", p->res->full_name, st.units, numa, health);
 		if (!p->n_devices)
 			printf("(none)");
 		for (size_t j = 0; j < p->n_devices; j++)
@@ -162,13 +203,17 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		for (size_t j = 0; j < st.n_unusable; j++)
 			printf("    ! %s is unusable: %s\n", st.unusable[j].device,
 			       st.unusable[j].reason);
-		if (st.n_devices && !st.n_usable)
+		if (st.n_devices && !st.n_usable && st.mode == RDP_MODE_SHARED)
 			printf("    ! no device is usable: all %u units are Unhealthy and "
 			       "Allocate fails\n", st.units);
+		else if (st.n_devices && !st.n_usable)
+			printf("    ! no device is usable: the resource has no units\n");
 		rdp_dp_state_done(&st);
 	}
 	printf("  (UNITS: what kubelet is told; HEALTH: usable devices with an active port / "
 	       "devices)\n");
+	printf("  (shared: every pod given a unit gets every device of the pool; exclusive: a "
+	       "unit is one usable device, a pod gets only its own)\n");
 	if (d->n) {
 		printf("\ndiagnostics:\n");
 		for (size_t i = 0; i < d->n; i++)
@@ -268,7 +313,10 @@ static json_t *json_resource(const struct rdp_resource *res, const struct rdp_ho
 	r |= set(o, "name", json_string(res->name));
 	r |= set(o, "prefix", json_string(res->prefix));
 	r |= set(o, "full_name", json_string(res->full_name));
-	r |= set(o, "rdma_hca_max", json_integer(res->rdma_hca_max));
+	r |= set(o, "mode", json_string(rdp_resource_mode_name(res->mode)));
+	r |= set(o, "rdma_hca_max", res->mode == RDP_MODE_EXCLUSIVE
+					    ? json_null()
+					    : json_integer(res->rdma_hca_max));
 	r |= set(o, "legacy_devices", json_boolean(res->legacy_devices));
 	r |= set(o, "selectors", json_selectors(&res->sel));
 	for (size_t j = 0; j < h->n_devices && !r; j++) {
@@ -319,7 +367,7 @@ static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
 		r |= push(devs, json_string(dev->name));
 	}
 	r |= set(o, "resource", json_string(p->res->full_name));
-	r |= set(o, "units", json_integer(p->n_devices ? p->res->rdma_hca_max : 0));
+	r |= set(o, "mode", json_string(rdp_resource_mode_name(p->res->mode)));
 	r |= set(o, "devices", devs);
 	r |= set(o, "numa_node", json_integer(p->numa_node));
 	r |= set(o, "active_devices", json_integer((json_int_t)active));
@@ -331,6 +379,24 @@ static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
 		return NULL;
 	}
 	/* What the daemon would serve: health counts usable devices only. */
+	r |= set(o, "units", json_integer(st.units));
+	if (st.mode == RDP_MODE_EXCLUSIVE) {
+		json_t *uv = json_array();
+
+		for (size_t j = 0; j < st.n_unit_v; j++) {
+			const struct rdp_dp_unit *u = &st.unit_v[j];
+
+			r |= push(uv, json_pack("{s:s, s:s, s:o, s:o, s:b}", "id", u->id, "device",
+						u->device, "numa_node",
+						u->numa_node >= 0 ? json_integer(u->numa_node)
+								  : json_null(),
+						"pcie_root",
+						u->place.pcie_root[0] ? json_string(u->place.pcie_root)
+								      : json_null(),
+						"healthy", u->healthy));
+		}
+		r |= set(o, "unit_list", uv);
+	}
 	r |= set(o, "usable_devices", json_integer((json_int_t)st.n_usable));
 	r |= set(o, "healthy", json_boolean(st.healthy));
 	for (size_t j = 0; j < st.n_unusable && unusable; j++)
