@@ -1033,6 +1033,380 @@ static void test_registration_messages(void)
 	EXPECT_TRUE(!rdp_watcher_handles("/v1beta1.DevicePlugin/Allocate"));
 }
 
+/* ---- exclusive resources: a unit per usable device ---- */
+
+static struct rdp_resource res_x = {.name = (char *)"x",
+				    .prefix = (char *)"rdma",
+				    .full_name = (char *)"rdma/x",
+				    .mode = RDP_MODE_EXCLUSIVE};
+
+static void place(struct rdp_device *d, const char *pci, const char *path)
+{
+	snprintf(d->pci_address, sizeof(d->pci_address), "%s", pci);
+	d->pci_path = path ? xdup(path) : NULL;
+}
+
+/*
+ * PF mlx5_0 0000:3b:00.0 (NUMA 0) with VFs mlx5_1..3 at 3b:00.2-.4 (mlx5_2 DOWN), an SF
+ * mlx5_5 (sfnum 7) on the PF, PF mlx5_4 0000:af:00.0 on the other socket, rxe0 (no PCI),
+ * and mlx5_6 at 0000:3b:00.5 without a uverbs node (unusable). Pool order != ID order.
+ */
+static struct rdp_host *make_x_host(void)
+{
+	static const char *const c[][3] = {
+		{IB "uverbs0", IB "umad0", IB "issm0"}, {IB "uverbs1", IB "umad1", IB "issm1"},
+		{IB "uverbs2", IB "umad2", IB "issm2"}, {IB "uverbs3", IB "umad3", IB "issm3"},
+		{IB "uverbs4", IB "umad4", IB "issm4"}, {IB "uverbs5", IB "umad5", IB "issm5"},
+		{IB "uverbs6", IB "umad6", IB "issm6"}, {IB "uverbs7", IB "umad7", IB "issm7"}};
+	static const char *const names[] = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3",
+					    "mlx5_4", "mlx5_5", "mlx5_6", "rxe0"};
+	const char *rp0 = "devices/pci0000:3a/0000:3a:00.0/";
+	struct rdp_host *h = rdp_calloc(1, sizeof(*h));
+	char path[128];
+
+	h->devices = rdp_calloc(8, sizeof(*h->devices));
+	h->n_devices = 8;
+	for (size_t i = 0; i < 8; i++)
+		make_device(&h->devices[i], names[i], i == 4 ? 1 : i == 7 ? -1 : 0,
+			    i == 2 ? RDP_PORT_DOWN : RDP_PORT_ACTIVE, c[i], 3);
+	snprintf(path, sizeof(path), "%s0000:3b:00.0", rp0);
+	place(&h->devices[0], "0000:3b:00.0", path);
+	place(&h->devices[5], "0000:3b:00.0", path);
+	h->devices[5].is_sf = true;
+	h->devices[5].sf_num = 7;
+	for (size_t i = 1; i <= 3; i++) {
+		char pci[16];
+
+		snprintf(pci, sizeof(pci), "0000:3b:00.%zu", i + 1);
+		snprintf(path, sizeof(path), "%s%s", rp0, pci);
+		place(&h->devices[i], pci, path);
+		h->devices[i].is_vf = true;
+	}
+	place(&h->devices[4], "0000:af:00.0", "devices/pci0000:ae/0000:ae:00.0/0000:af:00.0");
+	snprintf(path, sizeof(path), "%s0000:3b:00.5", rp0);
+	place(&h->devices[6], "0000:3b:00.5", path);
+	make_unusable(&h->devices[6], RDP_UNUSABLE_NO_UVERBS, "no uverbs device in sysfs");
+	place(&h->devices[7], "", NULL);
+	snprintf(h->rdma_cm, sizeof(h->rdma_cm), IB "rdma_cm");
+	return h;
+}
+
+static struct rdp_pool x_pool(size_t *idx, size_t n)
+{
+	return (struct rdp_pool){.res = &res_x, .devices = idx, .n_devices = n, .numa_node = -1};
+}
+
+static size_t x_all[] = {7, 6, 5, 4, 3, 2, 1, 0};
+
+static void test_x_state(const struct rdp_host *h)
+{
+	struct rdp_pool p = x_pool(x_all, 8);
+	struct rdp_dp_state s = {.numa_node = -1};
+	static const char *const ids[] = {"0000:3b:00.0", "0000:3b:00.0-sf7", "0000:3b:00.2",
+					  "0000:3b:00.3", "0000:3b:00.4", "0000:af:00.0", "rxe0"};
+	static const char *const devs[] = {"mlx5_0", "mlx5_5", "mlx5_1", "mlx5_2",
+					   "mlx5_3", "mlx5_4", "rxe0"};
+	static const int numa[] = {0, 0, 0, 0, 0, 1, -1};
+
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(s.mode, RDP_MODE_EXCLUSIVE);
+	EXPECT_EQ(s.units, 7); /* mlx5_6 is unusable: no unit */
+	EXPECT_EQ(s.n_unit_v, 7);
+	EXPECT_EQ(s.n_unusable, 1);
+	EXPECT_EQ(rdp_dp_state_healthy_units(&s), 6);
+	for (size_t i = 0; i < s.n_unit_v && i < 7; i++) {
+		const struct rdp_dp_unit *u = &s.unit_v[i];
+
+		EXPECT_STREQ(u->id, ids[i]);
+		EXPECT_STREQ(u->device, devs[i]);
+		EXPECT_EQ(u->numa_node, numa[i]);
+		EXPECT_EQ(u->healthy, i != 3);
+		EXPECT_EQ(u->n_specs, 3);
+		for (size_t j = 0; j < u->n_specs; j++)
+			EXPECT_TRUE(strstr(s.specs[u->specs[j]], devs[i][0] == 'r' ? "7" :
+					   devs[i] + 5) != NULL);
+	}
+	EXPECT_STREQ(s.unit_v[0].place.pcie_root, "pci0000:3a");
+	EXPECT_EQ(s.unit_v[0].place.n_chain, 2);
+	EXPECT_TRUE(s.unit_v[6].place.is_virtual);
+	EXPECT_TRUE(s.rdma_cm_spec < s.n_specs && strcmp(s.specs[s.rdma_cm_spec], IB "rdma_cm") == 0);
+	rdp_dp_state_done(&s);
+}
+
+static void test_x_snapshot(const struct rdp_host *h)
+{
+	struct rdp_pool p = x_pool(x_all, 8);
+	struct rdp_dp_state s = {.numa_node = -1};
+	V1beta1__ListAndWatchResponse *m;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(rdp_dp_snapshot_pack(&s, &buf, &len), 0);
+	m = v1beta1__list_and_watch_response__unpack(NULL, len, buf);
+	EXPECT_TRUE(m && m->n_devices == 7);
+	if (m && m->n_devices == 7) {
+		EXPECT_STREQ(m->devices[0]->id, "0000:3b:00.0");
+		EXPECT_STREQ(m->devices[0]->health, "Healthy");
+		EXPECT_TRUE(m->devices[0]->topology && m->devices[0]->topology->n_nodes == 1 &&
+			    m->devices[0]->topology->nodes[0]->id == 0);
+		EXPECT_STREQ(m->devices[3]->health, "Unhealthy");
+		EXPECT_TRUE(m->devices[5]->topology->nodes[0]->id == 1);
+		/* NUMA -1 (rxe, a VM): no TopologyInfo at all, not node -1. */
+		EXPECT_STREQ(m->devices[6]->id, "rxe0");
+		EXPECT_TRUE(m->devices[6]->topology == NULL);
+	}
+	if (m)
+		v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+	rdp_free(buf);
+	rdp_dp_state_done(&s);
+}
+
+static char *spec_list(const V1beta1__ContainerAllocateResponse *c)
+{
+	static char out[512];
+
+	out[0] = '\0';
+	for (size_t i = 0; i < c->n_devices; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? "," : "",
+			 c->devices[i]->host_path + strlen(IB));
+	return out;
+}
+
+static void test_x_allocate(const struct rdp_host *h)
+{
+	struct rdp_pool p = x_pool(x_all, 8);
+	struct rdp_dp_state s = {.numa_node = -1};
+	V1beta1__AllocateResponse *m;
+	char *err = NULL;
+	static const char *const one[] = {"0000:3b:00.4", NULL};
+	static const char *const two[] = {"rxe0", "0000:3b:00.0-sf7", NULL};
+	static const char *const unknown[] = {"0", "0000:3b:00.5", "mlx5_0", NULL};
+	static const char *const dup[] = {"0000:af:00.0", "0000:af:00.0", NULL};
+	static const char *const sick[] = {"0000:3b:00.3", NULL};
+	static const char *const none[] = {NULL};
+
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(allocate(&s, 2, (const char *const *const[]){one, two}, &m, &err), 0);
+	EXPECT_TRUE(m && m->n_container_responses == 2);
+	if (m && m->n_container_responses == 2) {
+		EXPECT_STREQ(spec_list(m->container_responses[0]), "issm3,rdma_cm,umad3,uverbs3");
+		EXPECT_STREQ(spec_list(m->container_responses[1]),
+			     "issm5,issm7,rdma_cm,umad5,umad7,uverbs5,uverbs7");
+		EXPECT_STREQ(m->container_responses[0]->devices[0]->permissions, "rwm");
+	}
+	if (m)
+		v1beta1__allocate_response__free_unpacked(m, NULL);
+
+	EXPECT_EQ(allocate(&s, 1, (const char *const *const[]){unknown}, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "container request 0: unknown device IDs \"0\", \"0000:3b:00.5\", "
+			     "\"mlx5_0\" (the resource's units are \"0000:3b:00.0\"");
+	EXPECT_CONTAINS(err, "; mlx5_6 is unusable: no uverbs device in sysfs)");
+	rdp_free(err);
+	err = NULL;
+	EXPECT_EQ(allocate(&s, 2, (const char *const *const[]){one, dup}, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "container request 1: duplicate device IDs \"0000:af:00.0\"");
+	rdp_free(err);
+	err = NULL;
+	EXPECT_EQ(allocate(&s, 1, (const char *const *const[]){sick}, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "unhealthy device IDs \"0000:3b:00.3\" (mlx5_2: no active port)");
+	rdp_free(err);
+	err = NULL;
+	EXPECT_EQ(allocate(&s, 1, (const char *const *const[]){none}, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "names no device IDs");
+	rdp_free(err);
+	rdp_dp_state_done(&s);
+}
+
+static int x_preferred(const struct rdp_dp_state *s, const char *const *avail,
+		       const char *const *must, int size, V1beta1__PreferredAllocationResponse **ret,
+		       char **err)
+{
+	V1beta1__PreferredAllocationRequest r = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
+	V1beta1__ContainerPreferredAllocationRequest c =
+		V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
+	V1beta1__ContainerPreferredAllocationRequest *cp[] = {&c};
+	uint8_t buf[4096], *out = NULL;
+	size_t len, out_len;
+	int k;
+
+	while (avail[c.n_available_deviceids])
+		c.n_available_deviceids++;
+	while (must[c.n_must_include_deviceids])
+		c.n_must_include_deviceids++;
+	c.available_deviceids = (char **)avail;
+	c.must_include_deviceids = (char **)must;
+	c.allocation_size = size;
+	r.n_container_requests = 1;
+	r.container_requests = cp;
+	len = v1beta1__preferred_allocation_request__pack(&r, buf);
+	k = rdp_dp_preferred_allocation(s, buf, len, &out, &out_len, err);
+	*ret = k == 0 ? v1beta1__preferred_allocation_response__unpack(NULL, out_len, out) : NULL;
+	rdp_free(out);
+	return k;
+}
+
+static void test_x_preferred(const struct rdp_host *h)
+{
+	struct rdp_pool p = x_pool(x_all, 8);
+	struct rdp_dp_state s = {.numa_node = -1};
+	V1beta1__PreferredAllocationResponse *m;
+	char *err = NULL;
+	/* kubelet's order is a Go set's: any. */
+	static const char *const all[] = {"rxe0", "0000:af:00.0", "0000:3b:00.4", "0000:3b:00.2",
+					  "0000:3b:00.0", "0000:3b:00.3", "0000:3b:00.0-sf7", NULL};
+	static const char *const far[] = {"0000:af:00.0", "0000:3b:00.4", "rxe0",
+					  "0000:3b:00.2", NULL};
+	static const char *const must_af[] = {"0000:af:00.0", NULL};
+	static const char *const must_rxe[] = {"rxe0", NULL};
+	static const char *const must_bad[] = {"0000:3b:00.2", NULL};
+	static const char *const unknown[] = {"0000:3b:00.2", "nope", NULL};
+	static const char *const none[] = {NULL};
+
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	/* One unit: the lowest address among the closest (every one alone is as close). */
+	EXPECT_EQ(x_preferred(&s, all, none, 1, &m, &err), 0);
+	expect_ids(m, "0000:3b:00.0");
+	/* Three: the PF, its SF and a VF (one function is closest), never the sick VF. */
+	EXPECT_EQ(x_preferred(&s, all, none, 3, &m, &err), 0);
+	expect_ids(m, "0000:3b:00.0,0000:3b:00.0-sf7,0000:3b:00.2");
+	EXPECT_EQ(x_preferred(&s, far, none, 2, &m, &err), 0);
+	expect_ids(m, "0000:3b:00.2,0000:3b:00.4");
+	/* Must-include is kept; then the closest to it (other socket: SYS beats rxe's none). */
+	EXPECT_EQ(x_preferred(&s, far, must_af, 2, &m, &err), 0);
+	expect_ids(m, "0000:3b:00.2,0000:af:00.0");
+	EXPECT_EQ(x_preferred(&s, far, must_rxe, 1, &m, &err), 0);
+	expect_ids(m, "rxe0");
+	/* All of them, unhealthy one included, when that is what is asked. */
+	EXPECT_EQ(x_preferred(&s, all, none, 7, &m, &err), 0);
+	expect_ids(m, "0000:3b:00.0,0000:3b:00.0-sf7,0000:3b:00.2,0000:3b:00.3,0000:3b:00.4,"
+		      "0000:af:00.0,rxe0");
+	EXPECT_EQ(x_preferred(&s, all, none, 0, &m, &err), 0);
+	expect_ids(m, "");
+
+	EXPECT_EQ(x_preferred(&s, far, none, 5, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "allocation_size 5, but 4 distinct device IDs are available");
+	rdp_free(err);
+	EXPECT_EQ(x_preferred(&s, must_af, must_bad, 1, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "must-include device IDs not among the available ones "
+			     "\"0000:3b:00.2\"");
+	rdp_free(err);
+	EXPECT_EQ(x_preferred(&s, unknown, none, 1, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "unknown device IDs \"nope\"");
+	rdp_free(err);
+	EXPECT_EQ(x_preferred(&s, far, far, 2, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "allocation_size 2, but 4 distinct device IDs must be included");
+	rdp_free(err);
+	EXPECT_EQ(x_preferred(&s, far, none, -2, &m, &err), -EINVAL);
+	EXPECT_CONTAINS(err, "negative allocation_size");
+	rdp_free(err);
+	rdp_dp_state_done(&s);
+}
+
+static void test_x_changes(struct rdp_host *h)
+{
+	struct rdp_pool p = x_pool(x_all, 8);
+	struct rdp_dp_state a = {.numa_node = -1}, b = {.numa_node = -1};
+	uint8_t *buf = NULL;
+	size_t len;
+	V1beta1__DevicePluginOptions *o;
+
+	EXPECT_EQ(rdp_dp_options_pack(RDP_MODE_EXCLUSIVE, &buf, &len), 0);
+	o = v1beta1__device_plugin_options__unpack(NULL, len, buf);
+	EXPECT_TRUE(o && o->get_preferred_allocation_available && !o->pre_start_required);
+	if (o)
+		v1beta1__device_plugin_options__free_unpacked(o, NULL);
+	rdp_free(buf);
+
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &a), 0);
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &b), 0);
+	EXPECT_TRUE(rdp_dp_state_same_snapshot(&a, &b) && rdp_dp_state_same_specs(&a, &b));
+	rdp_dp_state_done(&b);
+	/* One unit's port goes down: another snapshot, the same specs. */
+	h->devices[1].ports[0].state = RDP_PORT_DOWN;
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &b), 0);
+	EXPECT_TRUE(!rdp_dp_state_same_snapshot(&a, &b) && rdp_dp_state_same_specs(&a, &b));
+	h->devices[1].ports[0].state = RDP_PORT_ACTIVE;
+	rdp_dp_state_done(&b);
+	/* Two devices swap their nodes: the same paths, other owners. */
+	{
+		char **t = h->devices[0].char_devices;
+
+		h->devices[0].char_devices = h->devices[1].char_devices;
+		h->devices[1].char_devices = t;
+		EXPECT_EQ(rdp_dp_state_build(h, &p, &b), 0);
+		EXPECT_TRUE(rdp_dp_state_same_snapshot(&a, &b));
+		EXPECT_TRUE(!rdp_dp_state_same_specs(&a, &b));
+		h->devices[1].char_devices = h->devices[0].char_devices;
+		h->devices[0].char_devices = t;
+	}
+	rdp_dp_state_done(&b);
+	/* The same devices shared: another mode, another snapshot. */
+	p.res = &res4;
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &b), 0);
+	EXPECT_TRUE(!rdp_dp_state_same_snapshot(&a, &b));
+	rdp_dp_state_done(&a);
+	rdp_dp_state_done(&b);
+}
+
+/* Each allocation of an exclusive build / answer fails in turn: -ENOMEM, no leak. */
+static void test_x_failmalloc(const struct rdp_host *h)
+{
+	struct rdp_pool p = x_pool(x_all, 8);
+	static const char *const one[] = {"0000:3b:00.4", "rxe0", NULL};
+	static const char *const all[] = {"rxe0", "0000:af:00.0", "0000:3b:00.4", "0000:3b:00.2",
+					  "0000:3b:00.0", NULL};
+	size_t len;
+	uint8_t *req = alloc_req(&len, 1, (const char *const *const[]){one});
+	bool all_ok = true, done = false;
+
+	for (unsigned long n = 1; n < 400 && !done; n++) {
+		struct rdp_dp_state s = {.numa_node = -1};
+		V1beta1__PreferredAllocationResponse *m = NULL;
+		uint8_t *out = NULL;
+		size_t out_len;
+		char *err = NULL;
+		int r;
+
+		rdp_alloc_fail_at(n);
+		r = rdp_dp_state_build(h, &p, &s);
+		if (r == 0)
+			r = rdp_dp_snapshot_pack(&s, &out, &out_len);
+		rdp_free(out);
+		out = NULL;
+		if (r == 0)
+			r = rdp_dp_allocate(&s, req, len, &out, &out_len, &err);
+		rdp_free(out);
+		rdp_free(err);
+		err = NULL;
+		if (r == 0)
+			r = x_preferred(&s, all, (const char *const[]){NULL}, 3, &m, &err);
+		rdp_alloc_fail_at(0);
+		if (r != 0 && r != -ENOMEM)
+			all_ok = false;
+		if (m)
+			v1beta1__preferred_allocation_response__free_unpacked(m, NULL);
+		rdp_free(err);
+		rdp_dp_state_done(&s);
+		done = r == 0;
+	}
+	EXPECT_TRUE(all_ok && done);
+	rdp_free(req);
+}
+
+static void test_exclusive(void)
+{
+	struct rdp_host *h = make_x_host();
+
+	test_x_state(h);
+	test_x_snapshot(h);
+	test_x_allocate(h);
+	test_x_preferred(h);
+	test_x_changes(h);
+	test_x_failmalloc(h);
+	rdp_host_free(h);
+}
+
 int main(void)
 {
 	struct rdp_host *h = make_host();
@@ -1048,6 +1422,7 @@ int main(void)
 	test_usable_state();
 	test_active_defer();
 	test_verify();
+	test_exclusive();
 	rdp_host_free(h);
 	return test_summary("test-dp-service");
 }
