@@ -17,7 +17,8 @@ import sysfsgen  # noqa: E402
 
 GEN = REPO / "tests" / "fixtures" / "gen-fixtures.py"
 NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag", "irdma-bnxt", "rxe",
-         "no-rdma", "broken", "exclusive", "port-down"]
+         "no-rdma", "broken", "exclusive", "port-down", "two-socket-vfs", "vm-passthrough",
+         "hgx-pix"]
 RDMA_NODES = [n for n in NODES if n != "no-rdma"]
 UNREADABLE_OK = re.compile(r"/ports/\d+/gid_attrs/(types|ndevs)/\d+$")
 DANGLING_OK = {("broken", "class/infiniband/mlx5_4")}
@@ -454,6 +455,182 @@ def test_port_down(fixtures_dir):
     assert val(c / "mlx5_0/ports/1/phys_state") == "3: Disabled"
     assert val(c / "mlx5_1/ports/1/state") == "2: INIT"
     assert val(c / "mlx5_1/ports/1/phys_state") == "5: LinkUp"
+
+
+
+# two-socket-vfs (README): PF BDF -> (ibdev, netdev stem, NUMA, host bridge, VF count,
+# first VF ibdev index, sriov_offset)
+TSV_PFS = {
+    "0000:19:00.0": ("mlx5_0", "ens1f0", 0, "pci0000:16", 16, 10, 2),
+    "0000:19:00.1": ("mlx5_1", "ens1f1", 0, "pci0000:16", 8, 26, 17),
+    "0000:1c:00.0": ("mlx5_2", "ens2f0", 0, "pci0000:16", 16, 34, 2),
+    "0000:1c:00.1": ("mlx5_3", "ens2f1", 0, "pci0000:16", 0, None, 17),
+    "0000:31:00.0": ("mlx5_4", "ens3f0", 0, "pci0000:30", 8, 50, 2),
+    "0000:31:00.1": ("mlx5_5", "ens3f1", 0, "pci0000:30", 0, None, 17),
+    "0000:98:00.0": ("mlx5_6", "ens5f0", 1, "pci0000:97", 8, 58, 2),
+    "0000:98:00.1": ("mlx5_7", "ens5f1", 1, "pci0000:97", 0, None, 17),
+    "0000:99:00.0": ("mlx5_8", "ens6f0", 1, "pci0000:97", 8, 66, 2),
+    "0000:99:00.1": ("mlx5_9", "ens6f1", 1, "pci0000:97", 0, None, 17),
+}
+
+
+def _bdf_plus(bdf, n):
+    """The BDF whose routing ID is bdf's + n (what the kernel does for VF i: + offset +
+    i * stride)."""
+    dom, bus, df = bdf.split(":")
+    dev, fn = df.split(".")
+    rid = (int(bus, 16) << 8) + (int(dev, 16) << 3) + int(fn) + n
+    return "%s:%02x:%02x.%d" % (dom, rid >> 8, (rid >> 3) & 0x1f, rid & 7)
+
+
+def _path_below_root(sysd, bdf):
+    """[host bridge, BDFs from the root port down to bdf] from the resolved sysfs dir."""
+    fn = (sysd / "bus/pci/devices" / bdf).resolve()
+    parts = fn.relative_to((sysd / "devices").resolve()).parts
+    return list(parts)
+
+
+def test_two_socket_vfs(fixtures_dir):
+    sysd = fixtures_dir / "two-socket-vfs/sys"
+    assert ibdevs(sysd) == sorted("mlx5_%d" % i for i in range(74))
+    nvf = 0
+    for pf_bdf, (dev, stem, numa, root, count, first, offset) in TSV_PFS.items():
+        pf = sysd / "bus/pci/devices" / pf_bdf
+        d = sysd / "class/infiniband" / dev
+        assert (d / "device").resolve() == pf.resolve()
+        assert [val(pf / a) for a in ("vendor", "device", "class", "numa_node")] == \
+            ["0x15b3", "0x101d", "0x020000", str(numa)]
+        assert val(pf / "local_cpulist") == ("0-27,56-83" if numa == 0 else "28-55,84-111")
+        assert [val(pf / a) for a in ("sriov_totalvfs", "sriov_numvfs", "sriov_offset",
+                                      "sriov_stride", "sriov_vf_device")] == \
+            ["16", str(count), str(offset), "1", "101e"]
+        assert os.listdir(pf / "net") == ["%snp%s" % (stem, stem[-1])]
+        assert _path_below_root(sysd, pf_bdf)[0] == root
+        assert not (pf / "physfn").exists()
+        assert sorted(e for e in os.listdir(pf) if e.startswith("virtfn")) == \
+            sorted("virtfn%d" % i for i in range(count))
+        assert val(d / "hca_type") == "MT4125"
+        for i in range(count):
+            vbdf = _bdf_plus(pf_bdf, offset + i)
+            vf = sysd / "bus/pci/devices" / vbdf
+            assert os.readlink(pf / ("virtfn%d" % i)) == "../" + vbdf
+            assert os.readlink(vf / "physfn") == "../" + pf_bdf
+            assert vf.resolve().parent == pf.resolve().parent       # siblings (§2)
+            assert [val(vf / a) for a in ("vendor", "device", "class", "numa_node")] == \
+                ["0x15b3", "0x101e", "0x020000", str(numa)]
+            assert not (vf / "sriov_totalvfs").exists()
+            assert (vf / "driver").resolve().name == "mlx5_core"
+            vd = sysd / "class/infiniband" / ("mlx5_%d" % (first + i))
+            assert (vd / "device").resolve() == vf.resolve()
+            assert val(vd / "hca_type") == "MT4126"
+            assert os.listdir(vf / "net") == ["%sv%d" % (stem, i)]
+            # unassigned VF: only the fe80 v1/v2 pair
+            assert val(vd / "ports/1/gids/0").startswith("fe80:")
+            assert val(vd / "ports/1/gids/2") == sysfsgen.ZERO_GID
+            assert sysfsgen.is_unreadable(vd / "ports/1/gid_attrs/types/2")
+            nvf += 1
+    assert nvf == 64
+    # A VF BDF spills into the next device number, exactly as pci_iov_virtfn_devfn() does.
+    assert os.readlink(sysd / "bus/pci/devices/0000:19:00.0/virtfn15") == "../0000:19:02.1"
+    assert os.readlink(sysd / "bus/pci/devices/0000:19:00.1/virtfn0") == "../0000:19:02.2"
+    # Registration order: PFs uverbs0..9, the VFs after them; dynamic majors beyond 31/63.
+    assert val(sysd / "class/infiniband_verbs/uverbs10/ibdev") == "mlx5_10"
+    assert val(sysd / "class/infiniband_verbs/uverbs73/dev") == "%d:%d" % sysfsgen.uverbs_devt(73)
+    assert sysfsgen.uverbs_devt(73)[0] != 231
+    # The PCIe tree: switch, cascaded switch, GPUs.
+    assert _path_below_root(sysd, "0000:19:00.5") == [
+        "pci0000:16", "0000:16:02.0", "0000:17:00.0", "0000:18:00.0", "0000:19:00.5"]
+    assert _path_below_root(sysd, "0000:1c:00.2") == [
+        "pci0000:16", "0000:16:02.0", "0000:17:00.0", "0000:18:01.0", "0000:1a:00.0",
+        "0000:1b:00.0", "0000:1c:00.2"]
+    assert _path_below_root(sysd, "0000:1d:00.0") == [
+        "pci0000:16", "0000:16:02.0", "0000:17:00.0", "0000:18:01.0", "0000:1a:00.0",
+        "0000:1b:01.0", "0000:1d:00.0"]
+    assert _path_below_root(sysd, "0000:99:00.3") == ["pci0000:97", "0000:97:04.0",
+                                                      "0000:99:00.3"]
+    assert _path_below_root(sysd, "0000:b1:00.0") == ["pci0000:b0", "0000:b0:02.0",
+                                                      "0000:b1:00.0"]
+    for b in ("0000:17:00.0", "0000:18:00.0", "0000:18:01.0", "0000:1a:00.0", "0000:1b:00.0",
+              "0000:1b:01.0"):
+        p = sysd / "bus/pci/devices" / b
+        assert (val(p / "vendor"), val(p / "device"), val(p / "class")) == \
+            ("0x1000", "0xc010", "0x060400")
+    for g, numa in (("0000:1d:00.0", "0"), ("0000:b1:00.0", "1")):
+        p = sysd / "bus/pci/devices" / g
+        assert (val(p / "device"), val(p / "class"), val(p / "numa_node")) == \
+            ("0x2330", "0x030200", numa)
+
+
+def test_vm_passthrough(fixtures_dir):
+    sysd = fixtures_dir / "vm-passthrough/sys"
+    assert ibdevs(sysd) == ["mlx5_%d" % i for i in range(4)]
+    for i in range(4):
+        bdf = "0000:00:%02x.0" % (5 + i)
+        fn = sysd / "bus/pci/devices" / bdf
+        assert os.readlink(fn) == "../../../devices/pci0000:00/" + bdf   # on the root bus
+        assert (sysd / "class/infiniband" / ("mlx5_%d" % i) / "device").resolve() == \
+            fn.resolve()
+        assert [val(fn / a) for a in ("vendor", "device", "class", "numa_node")] == \
+            ["0x15b3", "0x101e", "0x020000", "-1"]
+        assert val(fn / "local_cpulist") == "0-15"
+        assert (fn / "driver").resolve().name == "mlx5_core"
+        assert not os.path.lexists(fn / "physfn")          # a guest sees no PF
+        assert not [e for e in os.listdir(fn) if e.startswith(("sriov_", "virtfn"))]
+        assert os.listdir(fn / "net") == ["ens%d" % (5 + i)]
+        d = sysd / "class/infiniband" / ("mlx5_%d" % i)
+        assert val(d / "hca_type") == "MT4126"
+        assert os.listdir(d / "ports") == ["1"]
+        assert val(d / "ports/1/link_layer") == "Ethernet"
+        assert val(d / "ports/1/gid_attrs/types/3") == "RoCE v2"
+    # nothing but the root bus: no bridges at all
+    classes = {e: val(sysd / "bus/pci/devices" / e / "class")
+               for e in os.listdir(sysd / "bus/pci/devices")}
+    assert "0x060400" not in classes.values()
+    assert sorted(classes) == ["0000:00:03.0"] + ["0000:00:%02x.0" % s for s in range(5, 9)]
+    virtio = (sysd / "class/net/ens3").resolve()
+    assert virtio.parent.parent.name == "virtio0"
+    assert val(sysd / "bus/pci/devices/0000:00:03.0/device") == "0x1041"
+
+
+HGX_PAIRS = [  # (GPU BDF, NIC BDF, ibdev, IPoIB netdev, NUMA): hardware-topologies.md
+    ("0000:19:00.0", "0000:1a:00.0", "mlx5_0", "ibp26s0", 0),
+    ("0000:3b:00.0", "0000:3c:00.0", "mlx5_1", "ibp60s0", 0),
+    ("0000:4c:00.0", "0000:4d:00.0", "mlx5_2", "ibp77s0", 0),
+    ("0000:5d:00.0", "0000:5e:00.0", "mlx5_3", "ibp94s0", 0),
+    ("0000:9b:00.0", "0000:9c:00.0", "mlx5_4", "ibp156s0", 1),
+    ("0000:bb:00.0", "0000:bc:00.0", "mlx5_5", "ibp188s0", 1),
+    ("0000:cb:00.0", "0000:cc:00.0", "mlx5_6", "ibp204s0", 1),
+    ("0000:db:00.0", "0000:dc:00.0", "mlx5_7", "ibp220s0", 1)]
+
+
+def test_hgx_pix(fixtures_dir):
+    sysd = fixtures_dir / "hgx-pix/sys"
+    assert ibdevs(sysd) == ["mlx5_%d" % i for i in range(8)]
+    gpus = sorted(e for e in os.listdir(sysd / "bus/pci/devices")
+                  if val(sysd / "bus/pci/devices" / e / "class") == "0x030200")
+    assert gpus == [g for g, *_ in HGX_PAIRS]
+    for gpu, nic, dev, ifname, numa in HGX_PAIRS:
+        d = sysd / "class/infiniband" / dev
+        fn = (d / "device").resolve()
+        gfn = (sysd / "bus/pci/devices" / gpu).resolve()
+        assert fn.name == nic and os.listdir(fn / "net") == [ifname]
+        assert [val(fn / a) for a in ("device", "class", "numa_node")] == \
+            ["0x1021", "0x020700", str(numa)]
+        assert val(d / "hca_type") == "MT4129"
+        assert val(d / "ports/1/rate") == "400 Gb/sec (4X NDR)"
+        # NIC and GPU on sibling DSPs of one PEX890xx switch: PIX
+        usp = fn.parent.parent
+        assert gfn.parent.parent == usp and gfn.parent != fn.parent
+        for b in (usp, fn.parent, gfn.parent):
+            assert (val(b / "vendor"), val(b / "device")) == ("0x1000", "0xc030")
+        rp = usp.parent
+        assert rp.parent.name == "pci0000:" + rp.name[5:7]
+        assert val(gfn / "numa_node") == str(numa)
+    roots = {(sysd / "bus/pci/devices" / n).resolve().relative_to(
+        (sysd / "devices").resolve()).parts[0] for _, n, *_ in HGX_PAIRS}
+    assert len(roots) == 8                     # one host bridge per switch
+    assert sum(val(sysd / "bus/pci/devices" / e / "class") == "0x010802"
+               for e in os.listdir(sysd / "bus/pci/devices")) == 4
 
 
 # --- mutation API --------------------------------------------------------------------------------
