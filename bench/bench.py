@@ -101,9 +101,10 @@ class Bench:
             stamp.touch()
 
     def config(self, name, resource, units, selectors, periodic=None):
+        """units None: an exclusive resource (a unit per device)."""
         p = self.cfg / ("%s.json" % name)
-        c = {"configList": [{"resourceName": resource, "rdmaHcaMax": units,
-                             "selectors": selectors}]}
+        how = {"mode": "exclusive"} if units is None else {"rdmaHcaMax": units}
+        c = {"configList": [{"resourceName": resource, **how, "selectors": selectors}]}
         if periodic is not None:
             c = {"periodicUpdateInterval": periodic, **c}
         p.write_text(json.dumps(c, indent=1) + "\n")
@@ -113,7 +114,8 @@ class Bench:
     def run(self, tag, plugin, node, units, resource, selectors, link, opts, verbose=False,
             wrap=(), periodic=None):
         node_dir = self.fix / node
-        cfg = self.config("%s-%d%s" % (node, units, "" if periodic is None else "-p%d" % periodic),
+        cfg = self.config("%s-%s%s" % (node, "x" if units is None else units,
+                                       "" if periodic is None else "-p%d" % periodic),
                           resource, units, selectors, periodic)
         root = tempfile.mkdtemp(prefix="rdpb.", dir="/tmp")  # short: unix socket paths
         logf = self.logs / ("%s-%s.log" % (tag, plugin))
@@ -130,7 +132,8 @@ class Bench:
                    str(node_dir / "dev"), "-kubelet-root-dir", root]
             marker = "event=rescanned"
         argv = [str(self.kubelet), "-root", root, "-log", str(logf), "-marker", marker,
-                "-units", str(units)] + [str(x) for x in opts] + ["--"] + list(wrap) + cmd
+                "-units", str(-1 if units is None else units)] + [str(x) for x in opts] + \
+            ["--"] + list(wrap) + cmd
         try:
             p = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=1800)
         finally:
@@ -179,6 +182,24 @@ class Bench:
             "rescan-alloc", "scale-%d" % self.big, 100, "vfs", allsel, "",
             ["-starts", 1, "-rescans", 5 if q else 20, "-rescan-allocs", "-rescan-gap", "100ms"],
             verbose_rdma=True, periodic=0)
+
+    def exclusive(self):
+        """An exclusive resource of the 64 VFs of two-socket-vfs (5 cards, both sockets): the
+        first snapshot, Allocate of one VF, and GetPreferredAllocation as kubelet calls it
+        (every unit available, in reverse order): size 1 with nothing to include (a one-NIC
+        pod) and size 8 with one must-include (an init container's VF reused). rdma-dp only:
+        the Go floor (the shared plugin's model) has no exclusive units."""
+        q = self.a.quick
+        n = 500 if q else 5000
+        sel = {"vendors": ["15b3"], "deviceIDs": ["101e"]}
+        out = {}
+        for tag, size, must in (("size1", 1, 0), ("size8-must1", 8, 1)):
+            log("exclusive: rdma-dp on two-socket-vfs, 64 VFs, preferred %s" % tag)
+            out[tag] = self.run("exclusive-" + tag, "rdma-dp", "two-socket-vfs", None, "vfs",
+                                sel, "", ["-starts", 3, "-allocs", n, "-alloc-id",
+                                          "0000:19:00.2", "-prefs", n, "-pref-size", size,
+                                          "-pref-must", must])
+        self.res["exclusive"] = out
 
     # -- rdma-dp only: the scanner alone, the plugin watcher, hostile peers -----------------------
     def rescan_tool(self):
@@ -451,6 +472,20 @@ def table(res, mach):
     row("Allocate latency p99", R["allocate"]["p99"], F["allocate"]["p99"], us)
     row("plugin CPU per Allocate", R["allocate_cpu_ns"] // n_alloc,
         F["allocate_cpu_ns"] // n_alloc, us)
+    X = res.get("exclusive")
+    if X:
+        x1, x8 = X["size1"], X["size8-must1"]
+        row("**exclusive resource, 64 VFs (two-socket-vfs)**: snapshot", x1["snapshot"]["bytes"],
+            None, lambda v: "%d units, %s B" % (x1["snapshot"]["units"], "{:,}".format(v)))
+        row("  Allocate of one VF, p50", x1["allocate"]["p50"], None, us)
+        row("  GetPreferredAllocation, size 1, p50", x1["preferred"]["p50"], None, us)
+        row("  GetPreferredAllocation, size 1, p99", x1["preferred"]["p99"], None, us)
+        row("  GetPreferredAllocation, size 8 + 1 must-include, p50", x8["preferred"]["p50"],
+            None, us)
+        row("  GetPreferredAllocation, size 8 + 1 must-include, p99", x8["preferred"]["p99"],
+            None, us)
+        row("  plugin CPU per GetPreferredAllocation (size 8)",
+            x8["preferred_cpu_ns"] // x8["preferred"]["n"], None, us)
     row("start-up to first snapshot (DGX, p50 of %d)" % R["starts"]["n"], R["starts"]["p50"],
         F["starts"]["p50"], msf, "≤ 10 ms")
     if R.get("starts_register"):
@@ -691,6 +726,7 @@ def main():
     b.sizes()
     b.rescan_tool()
     b.scenarios()
+    b.exclusive()
     b.watcher_getinfo()
     b.hostile()
     b.callgrind()

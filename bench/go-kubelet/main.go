@@ -9,6 +9,11 @@
 //	snapshot   the first message: units and encoded size
 //	rss        VmRSS/VmHWM (KiB) idle (after -settle) and after -allocs Allocate calls
 //	allocate   latencies (ns) of -allocs sequential Allocate calls over the one connection
+//	preferred  latencies (ns) of -prefs sequential GetPreferredAllocation calls, as kubelet's
+//	           device manager makes them: available = every unit ID of the first snapshot
+//	           (kubelet passes a Go set: any order; here reversed, the worst for a plugin
+//	           that expects sorted input), must-include = the last -pref-must of them,
+//	           allocation_size = -pref-size; preferred_response: the first answer
 //	rereg      -rereg kubelet restarts: stop the server and every connection, unlink every
 //	           socket of device-plugins (kubelet's CleanupPluginDirectory), listen again on
 //	           kubelet.sock; ns until the plugin's new Register arrives and until its first
@@ -53,6 +58,9 @@ var (
 	settle   = flag.Duration("settle", 500*time.Millisecond, "wait after registration before reading idle RSS")
 	allocs   = flag.Int("allocs", 0, "sequential Allocate calls")
 	allocID  = flag.String("alloc-id", "0", "the unit ID each Allocate asks for")
+	prefs    = flag.Int("prefs", 0, "sequential GetPreferredAllocation calls")
+	prefSize = flag.Int("pref-size", 1, "allocation_size of each GetPreferredAllocation")
+	prefMust = flag.Int("pref-must", 0, "must-include IDs of each GetPreferredAllocation")
 	rereg    = flag.Int("rereg", 0, "kubelet restarts")
 	rescans  = flag.Int("rescans", 0, "SIGHUP rescans")
 	rescanAl = flag.Bool("rescan-allocs", false, "call Allocate back to back during the rescans")
@@ -73,6 +81,7 @@ type snapEvent struct {
 	gen   int
 	units int
 	size  int
+	ids   []string
 }
 
 type kubelet struct {
@@ -150,7 +159,11 @@ func (k *kubelet) connect(gen int, path string) {
 		if err := s.RecvMsg(m); err != nil {
 			return
 		}
-		k.snapCh <- snapEvent{time.Now(), gen, len(m.Devices), proto.Size(m)}
+		ids := make([]string, len(m.Devices))
+		for i, d := range m.Devices {
+			ids[i] = d.ID
+		}
+		k.snapCh <- snapEvent{time.Now(), gen, len(m.Devices), proto.Size(m), ids}
 	}
 }
 
@@ -362,6 +375,7 @@ func main() {
 	}
 	k.start()
 	res := map[string]interface{}{}
+	var unitIDs []string
 
 	// Start-up: process start -> first ListAndWatch message.
 	var startNs, regNs []int64
@@ -384,6 +398,7 @@ func main() {
 		default:
 		}
 		res["snapshot"] = map[string]int{"units": e.units, "bytes": e.size}
+		unitIDs = e.ids
 	}
 	res["starts"] = stats(startNs)
 	res["starts_register"] = stats(regNs)
@@ -419,6 +434,40 @@ func main() {
 		res["allocate_cpu_ns"] = cpuNs(pid) - cpu0
 		res["allocate"] = stats(lat)
 		res["rss_allocs"] = procStatus(pid)
+	}
+
+	if *prefs > 0 {
+		k.mu.Lock()
+		cl := k.client
+		k.mu.Unlock()
+		avail := make([]string, len(unitIDs))
+		for i, id := range unitIDs {
+			avail[len(unitIDs)-1-i] = id
+		}
+		if *prefMust > len(avail) {
+			die("-pref-must %d: only %d units", *prefMust, len(avail))
+		}
+		req := &pb.PreferredAllocationRequest{ContainerRequests: []*pb.ContainerPreferredAllocationRequest{{
+			AvailableDeviceIDs: avail, MustIncludeDeviceIDs: avail[:*prefMust],
+			AllocationSize: int32(*prefSize)}}}
+		lat := make([]int64, 0, *prefs)
+		cpu0 := cpuNs(pid)
+		for i := 0; i < *prefs; i++ {
+			t := time.Now()
+			r, err := cl.GetPreferredAllocation(context.Background(), req)
+			lat = append(lat, time.Since(t).Nanoseconds())
+			if err != nil {
+				die("GetPreferredAllocation %d: %v", i, err)
+			}
+			if i == 0 {
+				if len(r.ContainerResponses) != 1 {
+					die("GetPreferredAllocation: %v", r)
+				}
+				res["preferred_response"] = r.ContainerResponses[0].DeviceIDs
+			}
+		}
+		res["preferred_cpu_ns"] = cpuNs(pid) - cpu0
+		res["preferred"] = stats(lat)
 	}
 
 	if *rereg > 0 {

@@ -136,6 +136,11 @@ func (c *DevicePluginClient) Allocate(ctx context.Context, in *AllocateRequest) 
 	return out, c.cc.Invoke(ctx, DevicePluginPath+"Allocate", in, out)
 }
 
+func (c *DevicePluginClient) GetPreferredAllocation(ctx context.Context, in *PreferredAllocationRequest) (*PreferredAllocationResponse, error) {
+	out := new(PreferredAllocationResponse)
+	return out, c.cc.Invoke(ctx, DevicePluginPath+"GetPreferredAllocation", in, out)
+}
+
 var lawDesc = grpc.StreamDesc{StreamName: "ListAndWatch", ServerStreams: true}
 
 // ListAndWatch opens the stream; call RecvMsg on the result with a *ListAndWatchResponse.
