@@ -5,8 +5,9 @@
  * unpacks is packed again and that unpacked; every unpack is freed.
  *
  * AllocateRequest and PreferredAllocationRequest also go through dp-service's answers
- * (rdp_dp_allocate, rdp_dp_preferred_allocation) over a small fixed state, which is what a
- * kubelet request reaches in the daemon.
+ * (rdp_dp_allocate, rdp_dp_preferred_allocation) over two small fixed states, a shared one and
+ * an exclusive one (units by PCI address, one unhealthy, one without PCI: prefer.c's path),
+ * which is what a kubelet request reaches in the daemon.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -54,25 +55,48 @@ static void roundtrip(const ProtobufCMessageDescriptor *d, const ProtobufCMessag
 	rdp_free(buf);
 }
 
-static void answer(int type, const uint8_t *req, size_t len)
+static char devices[] = "mlx5_0,mlx5_1";
+static char s0[] = "/dev/infiniband/rdma_cm", s1[] = "/dev/infiniband/uverbs0";
+static char s2[] = "/dev/infiniband/uverbs1", s3[] = "/dev/infiniband/uverbs2";
+static char *specs[] = { s0, s1, s2, s3 };
+static const struct rdp_dp_state shared_state = {
+	.units = 4, .healthy = true, .numa_node = 1, .n_devices = 2, .n_usable = 2,
+	.n_active = 1, .devices = devices, .specs = specs, .n_specs = 2,
+	.rdma_cm_spec = 0,
+};
+static char rp[] = "0000:3a:00.0", f0[] = "0000:3b:00.0", f2[] = "0000:3b:00.2";
+static char *chain0[] = { rp, f0 }, *chain2[] = { rp, f2 };
+static size_t u0_specs[] = { 1 }, u1_specs[] = { 2 }, u2_specs[] = { 3 };
+static struct rdp_dp_unit units[] = {
+	{ .id = "0000:3b:00.0", .device = "mlx5_0", .healthy = true, .numa_node = 0,
+	  .specs = u0_specs, .n_specs = 1,
+	  .place = { .kind = RDP_TOPO_NIC, .pcie_root = "pci0000:3a", .chain = chain0,
+		     .n_chain = 2, .numa_node = 0 } },
+	{ .id = "0000:3b:00.2", .device = "mlx5_1", .healthy = false, .numa_node = 0,
+	  .specs = u1_specs, .n_specs = 1,
+	  .place = { .kind = RDP_TOPO_NIC, .pcie_root = "pci0000:3a", .chain = chain2,
+		     .n_chain = 2, .numa_node = 0 } },
+	{ .id = "rxe0", .device = "rxe0", .healthy = true, .numa_node = -1,
+	  .specs = u2_specs, .n_specs = 1,
+	  .place = { .kind = RDP_TOPO_NIC, .is_virtual = true, .numa_node = -1 } },
+};
+static const struct rdp_dp_state exclusive_state = {
+	.mode = RDP_MODE_EXCLUSIVE, .units = 3, .healthy = true, .numa_node = -1,
+	.n_devices = 3, .n_usable = 3, .n_active = 2, .devices = devices, .specs = specs,
+	.n_specs = 4, .unit_v = units, .n_unit_v = 3, .rdma_cm_spec = 0,
+};
+
+static void answer_one(const struct rdp_dp_state *st, int type, const uint8_t *req, size_t len)
 {
-	static char devices[] = "mlx5_0,mlx5_1";
-	static char s0[] = "/dev/infiniband/rdma_cm", s1[] = "/dev/infiniband/uverbs0";
-	static char *specs[] = { s0, s1 };
-	const struct rdp_dp_state st = {
-		.units = 4, .healthy = true, .numa_node = 1, .n_devices = 2, .n_usable = 2,
-		.n_active = 1,
-		.devices = devices, .specs = specs, .n_specs = 2,
-	};
 	uint8_t *out = NULL;
 	size_t out_len = 0;
 	char *err = NULL;
 	int r;
 
 	if (type == 1)
-		r = rdp_dp_allocate(&st, req, len, &out, &out_len, &err);
+		r = rdp_dp_allocate(st, req, len, &out, &out_len, &err);
 	else
-		r = rdp_dp_preferred_allocation(&st, req, len, &out, &out_len, &err);
+		r = rdp_dp_preferred_allocation(st, req, len, &out, &out_len, &err);
 	if (r == 0) {
 		const ProtobufCMessageDescriptor *d = type == 1 ?
 			&v1beta1__allocate_response__descriptor :
@@ -92,6 +116,12 @@ static void answer(int type, const uint8_t *req, size_t len)
 	}
 	rdp_free(out);
 	rdp_free(err);
+}
+
+static void answer(int type, const uint8_t *req, size_t len)
+{
+	answer_one(&shared_state, type, req, len);
+	answer_one(&exclusive_state, type, req, len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
