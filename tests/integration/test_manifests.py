@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """deploy/ and docs/ cannot rot: every kustomization renders offline with `kubectl kustomize`,
 the rendered DaemonSet and ConfigMap carry every field issue 4 asks for, the configs they ship
-pass `rdma-dp check-config` on the fixture nodes and select what the comments say, the
-examples request rdma/hca_shared_devices_a without a /dev/infiniband hostPath, and the
-command outputs quoted in docs/ are what the binary prints on the fixture node they name.
+pass `rdma-dp check-config` on the fixture nodes and select what the comments say (the
+exclusive overlay: one unit per HCA, by PCI address, issue 9), the examples request their
+rdma resource without a /dev/infiniband hostPath (the exclusive one as a Guaranteed pod), and
+the command outputs quoted in docs/ are what the binary prints on the fixture node they name.
 
 The rendering tests skip, saying so, where kubectl is not installed (it is not a Debian
 package); everything else runs everywhere.
@@ -21,7 +22,7 @@ from conftest import node_args
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-KUSTOMIZATIONS = ["base", "overlays/plugin-watcher", "overlays/multi-pool"]
+KUSTOMIZATIONS = ["base", "overlays/plugin-watcher", "overlays/multi-pool", "overlays/exclusive"]
 CONFIG_FILE = "/k8s-rdma-shared-dev-plugin/config.json"
 ALLOWED_HOSTPATHS = {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry",
                      "/dev"}
@@ -213,6 +214,61 @@ def test_multi_pool_configmap_is_the_file(rendered):
         json.loads((DEPLOY / "overlays/multi-pool/config.json").read_text())
 
 
+# dgx-h100: the 8 compute HCAs by PCI address, with their ibdev and NUMA node.
+DGX_COMPUTE_UNITS = [("0000:18:00.0", "mlx5_0", 0), ("0000:40:00.0", "mlx5_3", 0),
+                     ("0000:4f:00.0", "mlx5_4", 0), ("0000:5e:00.0", "mlx5_5", 0),
+                     ("0000:9a:00.0", "mlx5_6", 1), ("0000:c0:00.0", "mlx5_9", 1),
+                     ("0000:ce:00.0", "mlx5_10", 1), ("0000:dc:00.0", "mlx5_11", 1)]
+EXCLUSIVE = {
+    # node: (compute units (ID, device, NUMA), storage_roce devices)
+    "dgx-h100": (DGX_COMPUTE_UNITS, ["mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"]),
+    "seed000": ([("0000:81:00.0", "mlx5_0", 1)], []),
+    "sriov": ([], []),
+}
+
+
+@pytest.mark.parametrize("node", sorted(EXCLUSIVE))
+def test_exclusive_overlay_config(run, fixtures_dir, tmp_path, node):
+    text = (DEPLOY / "overlays/exclusive/config.json").read_text()
+    pools, doc = _check_config(run, fixtures_dir, text, node, tmp_path)
+    assert list(pools) == ["rdma/compute", "rdma/storage_roce"]
+    units, storage = EXCLUSIVE[node]
+    compute = pools["rdma/compute"]
+    assert compute["mode"] == "exclusive"
+    # one unit per HCA, named by its PCI address, with its own NUMA node and health
+    assert compute["units"] == len(units)
+    assert [(u["id"], u["device"], u["numa_node"]) for u in compute["unit_list"]] == units
+    assert all(u["healthy"] for u in compute["unit_list"])
+    assert compute["devices"] == [d for _, d, _ in units]
+    roce = pools["rdma/storage_roce"]
+    assert roce["mode"] == "shared" and roce["devices"] == storage
+    assert roce["units"] == (63 if storage else 0)
+    # the config is clean: only "selects no device on this node" warnings where that is so
+    empty = [r for r, pl in pools.items() if not pl["devices"]]
+    assert sorted(d["text"].split(": warning: ")[1] for d in doc["diagnostics"]) == sorted(
+        "%s selects no device on this node: it is advertised with 0 units" % r for r in empty)
+
+
+def test_exclusive_overlay_configmap_is_the_file(rendered):
+    cm = _one(rendered["overlays/exclusive"], "ConfigMap", "rdma-devices")
+    assert json.loads(cm["data"]["config.json"]) == \
+        json.loads((DEPLOY / "overlays/exclusive/config.json").read_text())
+
+
+def test_exclusive_overlay_text_explains_units(run, fixtures_dir, tmp_path):
+    f = tmp_path / "config.json"
+    f.write_text((DEPLOY / "overlays/exclusive/config.json").read_text())
+    p = run("check-config", "--config-file", f, *node_args(fixtures_dir, "dgx-h100"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "resource rdma/compute (exclusive: one unit per device): 8 of 12 devices selected" \
+        in p.stdout
+    assert "resource rdma/storage_roce (shared, rdmaHcaMax 63): 4 of 12 devices selected" \
+        in p.stdout
+    rows = [l.split() for l in p.stdout.splitlines() if l.startswith("    0000:")]
+    assert [(r[0], r[1], int(r[2]), r[4]) for r in rows] == \
+        [(a, d, n, "Healthy") for a, d, n in DGX_COMPUTE_UNITS]
+
+
 # ---- examples ----------------------------------------------------------------------------------
 def _pod_specs(doc):
     """Every pod spec inside a workload document, with a label."""
@@ -227,12 +283,15 @@ def _pod_specs(doc):
 
 
 EXAMPLES = sorted(p.relative_to(DEPLOY) for p in (DEPLOY / "examples").rglob("*.yaml"))
+# The rdma resource each example asks for; rdma/hca_shared_devices_a (deploy/base) unless named.
+EXAMPLE_RESOURCE = {"examples/pod-exclusive.yaml": "rdma/compute"}  # deploy/overlays/exclusive
 
 
 def test_examples_exist():
     names = {str(p) for p in EXAMPLES}
     assert {"examples/pod.yaml", "examples/nccl-test-daemonset.yaml",
-            "examples/nccl-two-node/mpijob.yaml"} <= names
+            "examples/nccl-two-node/mpijob.yaml", "examples/pod-exclusive.yaml"} <= names
+    assert set(EXAMPLE_RESOURCE) <= names
     assert (DEPLOY / "examples/nccl-two-node/README.md").exists()
 
 
@@ -253,13 +312,37 @@ def test_example_requests_rdma_without_hostpath(path):
                 if not rdma:
                     continue
                 requesting += 1
-                assert rdma == {"rdma/hca_shared_devices_a"}, (path, role, rdma)
-                assert res["limits"]["rdma/hca_shared_devices_a"] == \
-                    res["requests"]["rdma/hca_shared_devices_a"] == 1
+                want = EXAMPLE_RESOURCE.get(str(path), "rdma/hca_shared_devices_a")
+                assert rdma == {want}, (path, role, rdma)
+                assert res["limits"][want] == res["requests"][want] == 1
                 caps = c.get("securityContext", {}).get("capabilities", {})
                 assert caps.get("add") == ["IPC_LOCK"], (path, role, caps)
                 assert not c.get("securityContext", {}).get("privileged")
     assert requesting >= 1, "%s requests no rdma resource" % path
+
+
+def test_exclusive_example_is_a_guaranteed_gpu_pod(run, fixtures_dir, tmp_path):
+    """pod-exclusive.yaml is what the Topology Manager aligns (docs/exclusive.md): a Guaranteed
+    pod (every container's CPU and memory requests equal its limits), whole CPUs (the static
+    CPU manager's condition for exclusive cores), one GPU and one unit of a resource that the
+    exclusive overlay really defines as exclusive."""
+    doc = yaml.safe_load((DEPLOY / "examples/pod-exclusive.yaml").read_text())
+    assert doc["kind"] == "Pod"
+    spec = doc["spec"]
+    assert not spec.get("initContainers")
+    for c in spec["containers"]:
+        res = c["resources"]
+        assert res["requests"] == res["limits"], c["name"]
+        assert {"cpu", "memory"} <= set(res["limits"]), c["name"]
+        assert float(str(res["limits"]["cpu"])).is_integer(), res["limits"]["cpu"]
+    c = spec["containers"][0]
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert c["resources"]["limits"]["rdma/compute"] == 1
+    assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+    pools, _ = _check_config(run, fixtures_dir,
+                             (DEPLOY / "overlays/exclusive/config.json").read_text(),
+                             "dgx-h100", tmp_path)
+    assert pools["rdma/compute"]["mode"] == "exclusive"
 
 
 def test_mpijob_nccl_environment():
