@@ -1002,6 +1002,9 @@ static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct r
 	rdp_json_path_key(p, sizeof(p), path, "mode");
 	/* After a bad mode, which one was meant is unknown: rdmaHcaMax is not judged. */
 	mode_bad = mode && !parse_mode(c, mode, p, &res->mode);
+	if (mode && !mode_bad && res->mode == RDP_MODE_EXCLUSIVE)
+		note_k(c, p, "k8s-rdma-shared-dev-plugin does not know \"mode\" and ignores it: "
+		       "there this resource, without rdmaHcaMax, advertises nothing");
 
 	rdp_json_path_key(p, sizeof(p), path, "rdmaHcaMax");
 	if (res->mode == RDP_MODE_EXCLUSIVE) {

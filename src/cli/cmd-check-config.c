@@ -110,7 +110,8 @@ static void text_units(const struct rdp_host *h, const struct rdp_pool *p)
 		printf("  units: (out of memory)\n");
 		return;
 	}
-	printf("  units: %zu (one per usable device; IDs are PCI addresses)\n", st.n_unit_v);
+	printf("  units: %zu (one per usable device; ID: its PCI address, an SF's with -sf<sfnum>, "
+	       "the ibdev name without PCI)\n", st.n_unit_v);
 	if (st.n_unit_v)
 		printf("    %-22s %-12s %-5s %-11s %s\n", "ID", "DEVICE", "NUMA", "PCIE ROOT",
 		       "HEALTH");
@@ -127,6 +128,25 @@ static void text_units(const struct rdp_host *h, const struct rdp_pool *p)
 		printf("    (%s: no unit, unusable: %s)\n", st.unusable[i].device,
 		       st.unusable[i].reason);
 	rdp_dp_state_done(&st);
+}
+
+/* Exclusive: the NUMA nodes its units carry ("0,1"), or "-" when none carries one. */
+static void unit_numa(const struct rdp_dp_state *st, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < st->n_unit_v; i++) {
+		int node = st->unit_v[i].numa_node;
+		bool seen = node < 0;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = st->unit_v[j].numa_node == node;
+		if (!seen && n < size)
+			n += (size_t)snprintf(buf + n, size - n, "%s%d", n ? "," : "", node);
+	}
+	if (!buf[0])
+		snprintf(buf, size, "-");
 }
 
 static void text_report(const struct rdp_config *c, const struct rdp_host *h,
@@ -186,7 +206,9 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 			printf("  %-32s (out of memory)\n", p->res->full_name);
 			continue;
 		}
-		if (p->numa_node >= 0)
+		if (st.mode == RDP_MODE_EXCLUSIVE)
+			unit_numa(&st, numa, sizeof(numa));
+		else if (p->numa_node >= 0)
 			snprintf(numa, sizeof(numa), "%d", p->numa_node);
 		else
 			snprintf(numa, sizeof(numa), "%s", p->n_devices ? "mixed" : "-");

@@ -243,10 +243,17 @@ def test_exclusive_overlay_config(run, fixtures_dir, tmp_path, node):
     roce = pools["rdma/storage_roce"]
     assert roce["mode"] == "shared" and roce["devices"] == storage
     assert roce["units"] == (63 if storage else 0)
-    # the config is clean: only "selects no device on this node" warnings where that is so
+    # the config is clean: only "selects no device on this node" warnings where that is so,
+    # and the one note that the Go plugin would not know "mode"
     empty = [r for r, pl in pools.items() if not pl["devices"]]
-    assert sorted(d["text"].split(": warning: ")[1] for d in doc["diagnostics"]) == sorted(
+    warnings = [d for d in doc["diagnostics"] if d["level"] == "warning"]
+    notes = [d for d in doc["diagnostics"] if d["level"] == "note"]
+    assert len(warnings) + len(notes) == len(doc["diagnostics"])
+    assert sorted(d["text"].split(": warning: ")[1] for d in warnings) == sorted(
         "%s selects no device on this node: it is advertised with 0 units" % r for r in empty)
+    assert [d["text"].split(": note: ")[1] for d in notes] == [
+        'configList[0].mode: k8s-rdma-shared-dev-plugin does not know "mode" and ignores it: '
+        "there this resource, without rdmaHcaMax, advertises nothing"]
 
 
 def test_exclusive_overlay_configmap_is_the_file(rendered):

@@ -278,7 +278,10 @@ static void test_mode(void)
 	struct rdp_config *c = NULL;
 
 	EXPECT_EQ(parse(text, &c, &d), 0);
-	EXPECT_EQ(d.n, 0);
+	EXPECT_EQ(d.n, 1);
+	EXPECT_EQ(d.n_errors, 0);
+	EXPECT_CONTAINS(joined(&d), "c.json:1:41: note: configList[0].mode: "
+				    "k8s-rdma-shared-dev-plugin does not know \"mode\"");
 	if (!c)
 		return;
 	EXPECT_EQ(c->resources[0].mode, RDP_MODE_EXCLUSIVE);
