@@ -260,3 +260,64 @@ def test_plugin_watcher_mode(rdma_dp, fixtures_dir):
         assert ids == ["0000:18:00.0", "0000:40:00.0"]
     finally:
         e.close()
+
+
+# ---- two-socket-vfs: 64 VFs on 5 cards, every PCIe level between them ---------------------
+# card A PFs 19:00.0/.1 (socket 0, below a switch), card B 1c:00.0/.1 (behind a second switch
+# below the first: A-B is PXB), card C 31:00.0/.1 (another host bridge of socket 0: NODE),
+# cards D 98:00.0/.1 and E 99:00.0/.1 (socket 1, two root ports of one host bridge: PHB).
+VFS = dict(vendors=["15b3"], deviceIDs=["101e"])
+
+
+def test_vf_units_by_pf_names(env):
+    env.daemon(env.config([exclusive(pfNames=["ens1f0np0#0-3", "ens6f0np0#0-3"])]), "two-socket-vfs")
+    snap = env.kubelet.wait_registered(RES, units=8, healthy=8).client.latest()
+    assert units(snap) == [("0000:19:00.%d" % f, "Healthy", [0]) for f in range(2, 6)] + \
+        [("0000:99:00.%d" % f, "Healthy", [1]) for f in range(2, 6)]
+
+
+def test_admit_prefers_vfs_of_one_pf(env):
+    env.daemon(env.config([exclusive(**VFS)]), "two-socket-vfs")
+    env.kubelet.wait_registered(RES, units=64, healthy=64)
+    ids, _ = env.kubelet.admit(RES, 2)
+    assert ids == ["0000:19:00.2", "0000:19:00.3"]
+    # An init container's VF on card E is reused: the others come from card E too.
+    ids, _ = env.kubelet.admit(RES, 3, reuse=["0000:99:00.5"])
+    assert sorted(ids) == ["0000:99:00.2", "0000:99:00.3", "0000:99:00.5"]
+    # The Topology Manager says NUMA node 1: 4 of the aligned VFs, on one card.
+    ids, _ = env.kubelet.admit(RES, 4, numa={1})
+    assert sorted(ids) == ["0000:98:00.2", "0000:98:00.3", "0000:98:00.4", "0000:98:00.5"]
+
+
+@pytest.mark.parametrize("available,want", [
+    # one VF on each of cards A, B, C: A-B (PXB, one switch tree) beats NODE (card C)
+    (["0000:31:00.2", "0000:1c:00.2", "0000:19:00.2"], ["0000:19:00.2", "0000:1c:00.2"]),
+    # cards D and E share a host bridge (PHB); card A is on the other socket (SYS)
+    (["0000:19:00.2", "0000:99:00.2", "0000:98:00.2"], ["0000:98:00.2", "0000:99:00.2"]),
+    # card C and card A: same socket (NODE) beats the other socket
+    (["0000:98:00.2", "0000:31:00.2", "0000:19:00.2"], ["0000:19:00.2", "0000:31:00.2"]),
+])
+def test_preferred_levels_between_cards(env, available, want):
+    env.daemon(env.config([exclusive(**VFS)]), "two-socket-vfs")
+    c = env.kubelet.wait_registered(RES, units=64).client
+    r = c.preferred(available, [], 2)
+    assert list(r.container_responses[0].deviceIDs) == want
+
+
+# ---- a flat VM: passed-through VFs on the root bus, no NUMA --------------------------------
+def test_vm_passthrough_units_without_topology(env):
+    env.daemon(env.config([exclusive(**VFS)]), "vm-passthrough")
+    reg = env.kubelet.wait_registered(RES, units=4, healthy=4)
+    assert units(reg.client.latest()) == [("0000:00:%02x.0" % d, "Healthy", None)
+                                          for d in range(5, 9)]
+    # Every pair is PHB: the lowest addresses, whatever the order kubelet passes.
+    ids, _ = env.kubelet.admit(RES, 2, numa={0})
+    assert ids == ["0000:00:05.0", "0000:00:06.0"]
+
+
+# ---- HGX with NIC and GPU on one switch ----------------------------------------------------
+def test_hgx_pix_units(env):
+    env.daemon(env.config([exclusive(vendors=["15b3"], linkTypes=["infiniband"])]), "hgx-pix")
+    snap = env.kubelet.wait_registered(RES, units=8, healthy=8).client.latest()
+    numa = [u[2] for u in units(snap)]
+    assert numa == [[0]] * 4 + [[1]] * 4
