@@ -143,7 +143,7 @@ dev_t rdp_device_char_devnum(const struct rdp_device *d, size_t i);
  * ("0000:03:00.0-sf2"); for a device without a PCI function (rxe, siw), its ibdev name.
  * Never the uverbs number, never the ibdev name where udev may rename it. Returns buf.
  */
-#define RDP_UNIT_ID_MAX (RDP_PCI_ADDR_MAX + 16)
+#define RDP_UNIT_ID_MAX (RDP_PCI_ADDR_MAX + RDP_IBDEV_NAME_MAX + 8)
 const char *rdp_device_unit_id(const struct rdp_device *d, char *buf, size_t size);
 
 /* Looks a device up by ibdev name; NULL when absent. */

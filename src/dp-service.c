@@ -126,8 +126,8 @@ static int build_units(const struct rdp_host *h, const struct rdp_pool *p, struc
 		for (size_t k = i; j - i > 1 && k < j; k++) {
 			char id[RDP_UNIT_ID_MAX];
 
-			snprintf(id, sizeof(id), "%.*s-%s", RDP_PCI_ADDR_MAX - 1, s->unit_v[k].id,
-				 s->unit_v[k].device);
+			snprintf(id, sizeof(id), "%.*s-%.*s", RDP_PCI_ADDR_MAX - 1, s->unit_v[k].id,
+				 RDP_IBDEV_NAME_MAX - 1, s->unit_v[k].device);
 			memcpy(s->unit_v[k].id, id, sizeof(id));
 			renamed = true;
 		}

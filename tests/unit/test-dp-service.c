@@ -1394,8 +1394,35 @@ static void test_x_failmalloc(const struct rdp_host *h)
 	rdp_free(req);
 }
 
+/* Two ibdevs of one PCI function without an SF number: each ID gets its ibdev name. */
+static void test_x_shared_function(void)
+{
+	static const char *const c0[] = {IB "uverbs0"}, *const c1[] = {IB "uverbs1"};
+	const char *path = "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0";
+	struct rdp_host *h = rdp_calloc(1, sizeof(*h));
+	size_t idx[] = {0, 1};
+	struct rdp_pool p = x_pool(idx, 2);
+	struct rdp_dp_state s = {.numa_node = -1};
+
+	h->devices = rdp_calloc(2, sizeof(*h->devices));
+	h->n_devices = 2;
+	make_device(&h->devices[0], "mlx5_bond_0", 0, RDP_PORT_ACTIVE, c0, 1);
+	make_device(&h->devices[1], "mlx5_9", 0, RDP_PORT_ACTIVE, c1, 1);
+	place(&h->devices[0], "0000:5e:00.0", path);
+	place(&h->devices[1], "0000:5e:00.0", path);
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(s.n_unit_v, 2);
+	if (s.n_unit_v == 2) {
+		EXPECT_STREQ(s.unit_v[0].id, "0000:5e:00.0-mlx5_9");
+		EXPECT_STREQ(s.unit_v[1].id, "0000:5e:00.0-mlx5_bond_0");
+	}
+	rdp_dp_state_done(&s);
+	rdp_host_free(h);
+}
+
 static void test_exclusive(void)
 {
+	test_x_shared_function();
 	struct rdp_host *h = make_x_host();
 
 	test_x_state(h);
