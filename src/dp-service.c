@@ -660,6 +660,27 @@ static int check_unit_ids(const struct rdp_dp_state *s, size_t ci, char *const *
 	return mb_error(&b, ret_error, -EINVAL);
 }
 
+/* "id=device" for each of ids, containers apart by "; " (per NULL: one container). */
+static void describe_units(const struct rdp_dp_state *s, char *const *ids, size_t n,
+			   const size_t *per, size_t n_per, struct msgbuf *b)
+{
+	size_t off = 0;
+
+	for (size_t c = 0; c < (per ? n_per : 1); c++) {
+		size_t k = per ? per[c] : n;
+
+		if (c)
+			mb_add(b, "; ");
+		for (size_t j = 0; j < k && off < n; j++, off++) {
+			const struct rdp_dp_unit *u = find_unit(s, ids[off]);
+
+			mb_add(b, "%s%s=%s", j ? " " : "", ids[off], u ? u->device : "?");
+		}
+	}
+	if (b->n >= sizeof(b->s) - 1) /* cut: say so */
+		memcpy(b->s + sizeof(b->s) - 5, " ...", 5);
+}
+
 /* Exclusive: checks every container of a and keeps its IDs. Errors as check_unit_ids(). */
 static int check_alloc_units(const struct rdp_dp_state *s, const struct alloc_req *a,
 			     char **ret_error)
@@ -1496,7 +1517,7 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 		.n_ids = a->n_ids,
 		.waited = waited,
 	};
-	struct msgbuf b = {.n = 0};
+	struct msgbuf b = {.n = 0}, units = {.n = 0};
 	_cleanup_free_ uint8_t *out = NULL;
 	_cleanup_free_ char *error = NULL;
 	size_t out_len = 0;
@@ -1553,6 +1574,10 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 		goto fail;
 	}
 	r = allocate_pack(&s->state, a, &out, &out_len, &info.n_specs);
+	if (r >= 0 && a->ids) {
+		describe_units(&s->state, a->ids, a->n_ids, a->per, a->n_containers, &units);
+		info.units = units.s;
+	}
 	alloc_req_done(a);
 	if (r < 0)
 		goto fail;
@@ -1580,6 +1605,26 @@ static void answer_parked(struct rdp_dp_service *s)
 	}
 }
 
+/* The IDs of our own packed PreferredAllocationResponse, for the log. */
+static void describe_preferred(const struct rdp_dp_state *st, const uint8_t *out, size_t len,
+			       struct msgbuf *b, struct rdp_dp_call_info *info)
+{
+	V1beta1__PreferredAllocationResponse *m =
+		v1beta1__preferred_allocation_response__unpack(rdp_protobuf_allocator(), len,
+							       out ? out : empty_msg);
+
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_container_responses; i++) {
+		if (i)
+			mb_add(b, "; ");
+		describe_units(st, m->container_responses[i]->deviceids,
+			       m->container_responses[i]->n_deviceids, NULL, 0, b);
+	}
+	info->units = b->s;
+	v1beta1__preferred_allocation_response__free_unpacked(m, rdp_protobuf_allocator());
+}
+
 void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *call,
 			     const uint8_t *req, size_t len)
 {
@@ -1593,6 +1638,7 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 	};
 	_cleanup_free_ uint8_t *out = NULL;
 	_cleanup_free_ char *error = NULL;
+	struct msgbuf units = {.n = 0};
 	char fallback[128];
 	size_t out_len = 0;
 	int r = 0;
@@ -1617,6 +1663,8 @@ void rdp_dp_service_dispatch(struct rdp_dp_service *s, struct rdp_grpc_call *cal
 		}
 	} else if (m == RDP_METHOD_DP_PREFERRED) {
 		r = rdp_dp_preferred_allocation(&s->state, req, len, &out, &out_len, &error);
+		if (r >= 0 && s->state.mode == RDP_MODE_EXCLUSIVE)
+			describe_preferred(&s->state, out, out_len, &units, &info);
 	} else if (m == RDP_METHOD_DP_PRE_START) {
 		V1beta1__PreStartContainerRequest *p = v1beta1__pre_start_container_request__unpack(
 			rdp_protobuf_allocator(), len, req);

@@ -179,6 +179,11 @@ struct rdp_dp_call_info {
 	bool stream_closed; /* ... or went away */
 	size_t n_streams; /* open ListAndWatch streams after the call */
 	bool waited; /* Allocate: the answer waited for a rescan (see set_refresh) */
+	/*
+	 * Exclusive: Allocate's units ("0000:18:00.0=mlx5_0 ..."; containers apart by "; "),
+	 * GetPreferredAllocation's answer (the same form); bounded, "..." when cut. NULL else.
+	 */
+	const char *units;
 };
 typedef void (*rdp_dp_call_cb)(const struct rdp_dp_call_info *info, void *userdata);
 

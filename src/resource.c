@@ -169,10 +169,21 @@ static void on_dp_call(const struct rdp_dp_call_info *info, void *userdata)
 		return;
 	}
 	if (strcmp(info->method, "Allocate") == 0) {
-		rdp_log(RDP_LOG_INFO, "allocated",
-			"resource=%s call=%llu containers=%zu units=%zu devices=%zu", r->full_name,
-			(unsigned long long)info->call_id, info->n_containers, info->n_ids,
-			info->n_specs);
+		if (info->units)
+			rdp_log(RDP_LOG_INFO, "allocated",
+				"resource=%s call=%llu containers=%zu units=%zu devices=%zu ids=%s",
+				r->full_name, (unsigned long long)info->call_id, info->n_containers,
+				info->n_ids, info->n_specs, rdp_log_q(info->units));
+		else
+			rdp_log(RDP_LOG_INFO, "allocated",
+				"resource=%s call=%llu containers=%zu units=%zu devices=%zu",
+				r->full_name, (unsigned long long)info->call_id,
+				info->n_containers, info->n_ids, info->n_specs);
+		return;
+	}
+	if (info->units) {
+		rdp_log(RDP_LOG_INFO, "preferred", "resource=%s call=%llu ids=%s", r->full_name,
+			(unsigned long long)info->call_id, rdp_log_q(info->units));
 		return;
 	}
 	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,

@@ -321,3 +321,16 @@ def test_hgx_pix_units(env):
     snap = env.kubelet.wait_registered(RES, units=8, healthy=8).client.latest()
     numa = [u[2] for u in units(snap)]
     assert numa == [[0]] * 4 + [[1]] * 4
+
+
+def test_log_names_the_units(env):
+    d = env.daemon(env.config([exclusive(vendors=["15b3"], linkTypes=["infiniband"])]),
+                   "dgx-h100")
+    c = env.kubelet.wait_registered(RES, units=8).client
+    c.preferred([x for x, _, _ in DGX_COMPUTE], [], 2)
+    line = d.wait_log("event=preferred", "resource=" + RES)
+    assert 'ids="0000:18:00.0=mlx5_0 0000:40:00.0=mlx5_3"' in line
+    c.allocate(["0000:dc:00.0"], ["0000:18:00.0", "0000:40:00.0"])
+    line = d.wait_log("event=allocated", "resource=" + RES)
+    assert 'ids="0000:dc:00.0=mlx5_11; 0000:18:00.0=mlx5_0 0000:40:00.0=mlx5_3"' in line
+    assert "containers=2 units=3 devices=7" in line
