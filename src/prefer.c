@@ -309,14 +309,20 @@ static int cmp_group(const void *pa, const void *pb, void *arg)
 	return r ? r : a < b ? -1 : a > b;
 }
 
+/* Room for n units in at most n groups. Returns 0 or -ENOMEM (freed with the groups). */
+static int groups_alloc(struct groups *g, size_t n)
+{
+	g->mem = rdp_calloc(n, sizeof(*g->mem));
+	g->off = rdp_calloc(n, sizeof(*g->off));
+	g->len = rdp_calloc(n, sizeof(*g->len));
+	g->of = rdp_calloc(n, sizeof(*g->of));
+	return g->mem && g->off && g->len && g->of ? 0 : -ENOMEM;
+}
+
 /* The parent groups (cmp_key), members ascending. Returns 0 or -ENOMEM. */
 static int parent_groups(const struct ctx *c, struct groups *g)
 {
-	g->mem = rdp_calloc(c->n, sizeof(*g->mem));
-	g->off = rdp_calloc(c->n, sizeof(*g->off));
-	g->len = rdp_calloc(c->n, sizeof(*g->len));
-	g->of = rdp_calloc(c->n, sizeof(*g->of));
-	if (!g->mem || !g->off || !g->len || !g->of)
+	if (groups_alloc(g, c->n) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n; i++)
 		g->mem[i] = i;
@@ -333,11 +339,7 @@ static int parent_groups(const struct ctx *c, struct groups *g)
 /* One group per unit. Returns 0 or -ENOMEM. */
 static int unit_groups(const struct ctx *c, struct groups *g)
 {
-	g->mem = rdp_calloc(c->n, sizeof(*g->mem));
-	g->off = rdp_calloc(c->n, sizeof(*g->off));
-	g->len = rdp_calloc(c->n, sizeof(*g->len));
-	g->of = rdp_calloc(c->n, sizeof(*g->of));
-	if (!g->mem || !g->off || !g->len || !g->of)
+	if (groups_alloc(g, c->n) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n; i++) {
 		g->mem[i] = g->off[i] = g->of[i] = i;

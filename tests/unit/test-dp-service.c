@@ -343,14 +343,14 @@ static void test_allocate(const struct rdp_host *h)
 	rdp_dp_state_done(&s);
 }
 
-static int preferred(const char *const *avail, const char *const *must, int size,
-		     V1beta1__PreferredAllocationResponse **ret, char **err)
+static int x_preferred(const struct rdp_dp_state *s, const char *const *avail,
+		       const char *const *must, int size, V1beta1__PreferredAllocationResponse **ret,
+		       char **err)
 {
 	V1beta1__PreferredAllocationRequest r = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
 	V1beta1__ContainerPreferredAllocationRequest c =
 		V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
 	V1beta1__ContainerPreferredAllocationRequest *cp[] = {&c};
-	struct rdp_dp_state s = {.units = 4, .numa_node = -1};
 	uint8_t buf[4096], *out = NULL;
 	size_t len, out_len;
 	int k;
@@ -365,10 +365,19 @@ static int preferred(const char *const *avail, const char *const *must, int size
 	r.n_container_requests = 1;
 	r.container_requests = cp;
 	len = v1beta1__preferred_allocation_request__pack(&r, buf);
-	k = rdp_dp_preferred_allocation(&s, buf, len, &out, &out_len, err);
+	k = rdp_dp_preferred_allocation(s, buf, len, &out, &out_len, err);
 	*ret = k == 0 ? v1beta1__preferred_allocation_response__unpack(NULL, out_len, out) : NULL;
 	rdp_free(out);
 	return k;
+}
+
+/* A shared resource of 4 units. */
+static int preferred(const char *const *avail, const char *const *must, int size,
+		     V1beta1__PreferredAllocationResponse **ret, char **err)
+{
+	struct rdp_dp_state s = {.units = 4, .numa_node = -1};
+
+	return x_preferred(&s, avail, must, size, ret, err);
 }
 
 static void expect_ids(V1beta1__PreferredAllocationResponse *m, const char *want)
@@ -1216,34 +1225,6 @@ static void test_x_allocate(const struct rdp_host *h)
 	EXPECT_CONTAINS(err, "names no device IDs");
 	rdp_free(err);
 	rdp_dp_state_done(&s);
-}
-
-static int x_preferred(const struct rdp_dp_state *s, const char *const *avail,
-		       const char *const *must, int size, V1beta1__PreferredAllocationResponse **ret,
-		       char **err)
-{
-	V1beta1__PreferredAllocationRequest r = V1BETA1__PREFERRED_ALLOCATION_REQUEST__INIT;
-	V1beta1__ContainerPreferredAllocationRequest c =
-		V1BETA1__CONTAINER_PREFERRED_ALLOCATION_REQUEST__INIT;
-	V1beta1__ContainerPreferredAllocationRequest *cp[] = {&c};
-	uint8_t buf[4096], *out = NULL;
-	size_t len, out_len;
-	int k;
-
-	while (avail[c.n_available_deviceids])
-		c.n_available_deviceids++;
-	while (must[c.n_must_include_deviceids])
-		c.n_must_include_deviceids++;
-	c.available_deviceids = (char **)avail;
-	c.must_include_deviceids = (char **)must;
-	c.allocation_size = size;
-	r.n_container_requests = 1;
-	r.container_requests = cp;
-	len = v1beta1__preferred_allocation_request__pack(&r, buf);
-	k = rdp_dp_preferred_allocation(s, buf, len, &out, &out_len, err);
-	*ret = k == 0 ? v1beta1__preferred_allocation_response__unpack(NULL, out_len, out) : NULL;
-	rdp_free(out);
-	return k;
 }
 
 static void test_x_preferred(const struct rdp_host *h)
