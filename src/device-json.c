@@ -95,6 +95,13 @@ json_t *rdp_device_to_json(const struct rdp_device *d)
 	r |= set(o, "is_vf", json_boolean(d->is_vf));
 	r |= set(o, "pf_pci_address", str_or_null(d->is_vf ? d->pf_pci_address : ""));
 	r |= set(o, "pf_netdev", str_or_null(d->is_vf ? d->pf_netdev : ""));
+	r |= set(o, "sf_num", d->is_sf ? json_integer(d->sf_num) : json_null());
+	{
+		char id[RDP_UNIT_ID_MAX];
+
+		/* Its unit ID in an exclusive resource. */
+		r |= set(o, "unit_id", json_string(rdp_device_unit_id(d, id, sizeof(id))));
+	}
 	r |= set(o, "node_guid", str_or_null(d->node_guid));
 	r |= set(o, "fw_ver", str_or_null(d->fw_ver));
 	r |= set(o, "hca_type", str_or_null(d->hca_type));

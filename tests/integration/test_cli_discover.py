@@ -19,7 +19,8 @@ EXPECTED_NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag",
                   "rxe", "no-rdma", "broken", "exclusive", "port-down"]
 
 DEVICE_FIELDS = ["name", "pci_address", "vendor", "device_id", "class", "driver", "netdevs",
-                 "numa_node", "is_vf", "pf_pci_address", "pf_netdev", "node_guid", "fw_ver",
+                 "numa_node", "is_vf", "pf_pci_address", "pf_netdev", "sf_num", "unit_id",
+                 "node_guid", "fw_ver",
                  "hca_type", "ports", "char_devices", "problems", "usable", "unusable_reason",
                  "pcie_root", "closest_gpus"]
 PORT_FIELDS = ["port", "state", "phys_state", "link_layer", "rate", "roce_v2_ipv4_gid_index"]
@@ -258,12 +259,17 @@ def test_aux_devices_resolve_to_pci(run, fixtures_dir):
         assert d["vendor"] is not None and d["driver"] is not None
     drivers = {d["driver"] for d in devs.values()}
     assert {"ice", "bnxt_en"} <= drivers
+    # The SF: its PF's function, its devlink sfnum, the unit ID an exclusive resource gives it.
+    assert (devs["mlx5_2"]["pci_address"], devs["mlx5_2"]["sf_num"],
+            devs["mlx5_2"]["unit_id"]) == ("0000:03:00.0", 2, "0000:03:00.0-sf2")
+    assert (devs["mlx5_0"]["sf_num"], devs["mlx5_0"]["unit_id"]) == (None, "0000:03:00.0")
 
 
 def test_rxe_virtual(run, fixtures_dir):
     devs = by_name(discover_json(run, fixtures_dir, "rxe"))
     d = devs["rxe0"]
     assert d["pci_address"] is None
+    assert d["unit_id"] == "rxe0"
     assert d["vendor"] is None and d["driver"] is None
     assert d["netdevs"], "rxe's netdev comes from its parent file"
     assert d["ports"][0]["link_layer"] == "ether"
