@@ -477,6 +477,12 @@ static int cmp_addr(const void *a, const void *b)
 	return strcmp(x->pci_address, y->pci_address);
 }
 
+static int cmp_place(const void *a, const void *b)
+{
+	return strcmp(((const struct rdp_topo_dev *)a)->pci_address,
+		      ((const struct rdp_topo_dev *)b)->pci_address);
+}
+
 static void test_dgx(const char *fixtures)
 {
 	static const char *const compute[8] = {"mlx5_0", "mlx5_3", "mlx5_4",  "mlx5_5",
@@ -539,6 +545,85 @@ static void test_dgx(const char *fixtures)
 	rdp_host_free(h);
 }
 
+/*
+ * The devices of a fixture node whose device ID is device_id, placed as an exclusive pool
+ * places its units (rdp_topo_dev_of_device(): from discovery's PCI path), sorted by PCI
+ * address, into places and units[]. Returns how many (0 on failure).
+ */
+static size_t load_pool(const char *fixtures, const char *node, const char *device_id,
+			struct rdp_topo_dev *places, size_t max)
+{
+	char sys[PATH_MAX], dev[PATH_MAX];
+	_cleanup_close_ int sfd = -1, dfd = -1;
+	struct rdp_host *h = NULL;
+	size_t n = 0;
+
+	snprintf(sys, sizeof(sys), "%s/%s/sys", fixtures, node);
+	snprintf(dev, sizeof(dev), "%s/%s/dev", fixtures, node);
+	EXPECT_EQ(rdp_sysfs_open_roots(sys, dev, &sfd, &dfd), 0);
+	EXPECT_EQ(rdp_discover_at(sfd, dfd, &h), 0);
+	for (size_t i = 0; h && i < h->n_devices && n < max; i++)
+		if (strcmp(h->devices[i].device_id, device_id) == 0)
+			EXPECT_EQ(rdp_topo_dev_of_device(&h->devices[i], &places[n++]), 0);
+	rdp_host_free(h);
+	qsort(places, n, sizeof(*places), cmp_place);
+	for (size_t i = 0; i < n; i++)
+		units[i] = (struct rdp_prefer_unit){.place = &places[i]};
+	return n;
+}
+
+/*
+ * two-socket-vfs: its 64 VFs by address: 0-15 card A PF0 (19:00.2-), 16-23 card A PF1,
+ * 24-39 card B PF0 (behind a second switch below A's: PXB), 40-47 card C (another host
+ * bridge of socket 0: NODE), 48-55 card D, 56-63 card E (socket 1, one host bridge: PHB).
+ */
+static void test_two_socket_vfs(const char *fixtures)
+{
+	static struct rdp_topo_dev places[64];
+	size_t n = load_pool(fixtures, "two-socket-vfs", "101e", places, 64);
+
+	EXPECT_EQ(n, 64);
+	if (n != 64)
+		goto out;
+	EXPECT_STREQ(places[0].pci_address, "0000:19:00.2");
+	EXPECT_STREQ(places[24].pci_address, "0000:1c:00.2");
+	EXPECT_STREQ(places[40].pci_address, "0000:31:00.2");
+	EXPECT_STREQ(places[63].pci_address, "0000:99:01.1");
+	EXPECT_PREFER(n, NULL, 0, 2, "0,1");
+	/* All 24 VFs of card A are PIX to one another; the 25th is card B's (PXB < NODE). */
+	EXPECT_PREFER(n, NULL, 0, 25, "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,"
+				      "22,23,24");
+	EXPECT_PREFER(n, ((size_t[]){60}), 1, 3, "56,57,60");
+	/* Card C's 8, then the closest left: NODE (socket 0), the lowest address. */
+	EXPECT_PREFER(n, ((size_t[]){40}), 1, 9, "0,40,41,42,43,44,45,46,47");
+	/* Socket 1's 16 VFs together: D and E are PHB, better than anything across. */
+	EXPECT_PREFER(n, ((size_t[]){48}), 1, 16,
+		      "48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63");
+	for (size_t i = 0; i < 24; i++)
+		units[i].unhealthy = true;
+	EXPECT_PREFER(n, NULL, 0, 2, "24,25");
+out:
+	for (size_t i = 0; i < n; i++)
+		rdp_topo_dev_done(&places[i]);
+}
+
+/* vm-passthrough: 4 VFs on the root bus of a guest, every pair PHB, no NUMA. */
+static void test_vm_passthrough(const char *fixtures)
+{
+	static struct rdp_topo_dev places[4];
+	size_t n = load_pool(fixtures, "vm-passthrough", "101e", places, 4);
+
+	EXPECT_EQ(n, 4);
+	if (n == 4) {
+		EXPECT_EQ(rdp_topo_level(&places[0], &places[3]), RDP_TOPO_PHB);
+		EXPECT_EQ(places[0].numa_node, -1);
+		EXPECT_PREFER(n, NULL, 0, 2, "0,1");
+		EXPECT_PREFER(n, ((size_t[]){3}), 1, 2, "0,3");
+	}
+	for (size_t i = 0; i < n; i++)
+		rdp_topo_dev_done(&places[i]);
+}
+
 int main(void)
 {
 	const char *fixtures = getenv("RDP_FIXTURES");
@@ -551,13 +636,16 @@ int main(void)
 	test_big();
 	if (fixtures) {
 		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", fixtures);
-		if (access(probe, F_OK) == 0)
+		if (access(probe, F_OK) == 0) {
 			test_dgx(fixtures);
-		else
-			printf("test-prefer: no fixtures in %s, skipped the dgx-h100 tests\n",
+			test_two_socket_vfs(fixtures);
+			test_vm_passthrough(fixtures);
+		} else {
+			printf("test-prefer: no fixtures in %s, skipped the fixture-node tests\n",
 			       fixtures);
+		}
 	} else {
-		printf("test-prefer: RDP_FIXTURES not set, skipped the dgx-h100 tests\n");
+		printf("test-prefer: RDP_FIXTURES not set, skipped the fixture-node tests\n");
 	}
 	return test_summary("test-prefer");
 }
