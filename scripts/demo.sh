@@ -22,4 +22,15 @@ echo "### rdma-dp check-config -c tests/fixtures/configs/dgx.json"
 echo
 echo "### rdma-dp serve, with a fake kubelet (tests/integration/kubelet.py)"
 # The driver stops the daemon (SIGTERM) and removes its temp kubelet root itself.
-exec "$py" "$here/tests/integration/demo_kubelet.py" "$bin" "$config" "$node/sys" "$node/dev"
+"$py" "$here/tests/integration/demo_kubelet.py" "$bin" "$config" "$node/sys" "$node/dev"
+echo
+echo "### exclusive NICs (docs/exclusive.md): which NIC sits next to which GPU"
+echo "### rdma-dp topo --sysfs-root $node/sys --dev-root $node/dev"
+"$bin" topo --sysfs-root "$node/sys" --dev-root "$node/dev"
+echo
+xconfig=$here/deploy/overlays/exclusive/config.json
+echo "### rdma-dp check-config -c deploy/overlays/exclusive/config.json (the units)"
+"$bin" check-config -c "$xconfig" --sysfs-root "$node/sys" --dev-root "$node/dev" |
+	sed -n '/^  units:/,/^$/p'
+echo "### rdma-dp serve with deploy/overlays/exclusive/config.json, with a fake kubelet"
+exec "$py" "$here/tests/integration/demo_kubelet.py" "$bin" "$xconfig" "$node/sys" "$node/dev"

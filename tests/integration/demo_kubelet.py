@@ -48,19 +48,40 @@ def main():
             print("  %-*s %s" % (w, r + ":", ", ".join(
                 "none" if t is None else "NUMA " + ",".join(map(str, t)) for t in topo)))
         print()
-        print("== Allocate: char devices a container gets for 1 unit (DeviceSpecs, "
-              "host path = container path)")
-        shown = "rdma/compute_ib_numa0" if "rdma/compute_ib_numa0" in regs else sorted(regs)[0]
-        for r in sorted(regs):
-            resp = regs[r].client.allocate(["0"])
-            devs = resp.container_responses[0].devices
-            print("  %-*s %d devices" % (w, r + ":", len(devs)))
-            if r == shown:
-                detail = devs
-        print()
-        print("== a pod with `resources.limits: {%s: 1}` gets:" % shown)
-        for s in detail:
-            print("  %s  (permissions %s)" % (s.host_path, s.permissions))
+        shared = sorted(r for r in regs
+                        if not regs[r].options.get_preferred_allocation_available)
+        exclusive = sorted(r for r in regs
+                           if regs[r].options.get_preferred_allocation_available)
+        if shared:
+            print("== Allocate: char devices a container gets for 1 unit (DeviceSpecs, "
+                  "host path = container path)")
+            shown = "rdma/compute_ib_numa0" if "rdma/compute_ib_numa0" in shared else shared[0]
+            for r in shared:
+                resp = regs[r].client.allocate(["0"])
+                devs = resp.container_responses[0].devices
+                print("  %-*s %d devices" % (w, r + ":", len(devs)))
+                if r == shown:
+                    detail = devs
+            print()
+            print("== a pod with `resources.limits: {%s: 1}` gets:" % shown)
+            for s in detail:
+                print("  %s  (permissions %s)" % (s.host_path, s.permissions))
+        for r in exclusive:
+            print()
+            print("== %s is exclusive: kubelet admits pods as its device manager does "
+                  "(Topology Manager hint, then GetPreferredAllocation)" % r)
+            for pod, n, numa in (("train-0", 4, None), ("infer-0", 1, {1}),
+                                 ("infer-1", 1, {1}), ("infer-2", 2, {1})):
+                ids, resp = kl.admit(r, n, numa=numa)
+                devs = sorted(s.host_path for s in resp.container_responses[0].devices)
+                print("  pod %-8s %d NIC%s, NUMA hint %-5s -> %s" % (
+                    pod, n, "s" if n > 1 else " ",
+                    "none" if numa is None else ",".join(map(str, sorted(numa))),
+                    " ".join(ids)))
+                print("  %-12s devices: %s" % ("", " ".join(devs)))
+            _, _, must, size, pref = kl.preferred_calls[0]
+            print("  (train-0: GetPreferredAllocation(size %d) answered %s: one socket's "
+                  "NICs)" % (size, " ".join(pref)))
         rc = 0
     finally:
         code = d.stop()
