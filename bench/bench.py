@@ -88,7 +88,7 @@ class Bench:
         # about 90 s and 436 MB: realistic GID tables, 255 slots a RoCE port).
         gen = REPO / "tests" / "fixtures" / "gen-fixtures.py"
         newest = max(s.stat().st_mtime for s in (gen, REPO / "tests" / "fixtures" / "sysfsgen.py"))
-        for node in ["dgx-h100"] + ["scale-%d" % n for n in self.scales]:
+        for node in ["dgx-h100", "two-socket-vfs"] + ["scale-%d" % n for n in self.scales]:
             stamp = self.fix / (".stamp-" + node)
             if stamp.exists() and stamp.stat().st_mtime >= newest and (self.fix / node).is_dir():
                 continue
@@ -358,7 +358,7 @@ class Bench:
         if self.a.no_callgrind or not shutil.which("valgrind"):
             return
         cg = {}
-        for node in ["dgx-h100"] + ["scale-%d" % n for n in self.scales]:
+        for node in ["dgx-h100", "two-socket-vfs"] + ["scale-%d" % n for n in self.scales]:
             log("callgrind: rdma-dp discover -o json on %s" % node)
             d = self.fix / node
             p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
