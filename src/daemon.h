@@ -37,7 +37,15 @@ struct rdp_daemon_options {
 	const char *kubelet_root; /* RDP_DEFAULT_KUBELET_ROOT when NULL */
 	enum rdp_registration_mode registration;
 	bool verbose; /* per-call detail in the log */
+	/*
+	 * CDI (--use-cdi): a spec per resource in cdi_spec_dir (RDP_DEFAULT_CDI_SPEC_DIR when
+	 * NULL), and Allocate names its devices (cdi_devices) instead of handing out device specs.
+	 */
+	bool use_cdi;
+	const char *cdi_spec_dir;
 };
+
+#define RDP_DEFAULT_CDI_SPEC_DIR "/var/run/cdi"
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m);
 /* Parses "auto", "kubelet-sock", "plugins-registry". Returns 0 or -EINVAL. */

@@ -29,6 +29,13 @@ static void serve_usage(FILE *f)
 		"watcher\n"
 		"                              when <root>/plugins_registry exists, else "
 		"kubelet.sock)\n"
+		"      --use-cdi[=BOOL]        name the devices through CDI: keep a spec per "
+		"resource\n"
+		"                              in the CDI spec dir and answer Allocate with "
+		"CDI names\n"
+		"                              (kubelet >= 1.28 with containerd >= 1.7.2 or "
+		"CRI-O >= 1.28)\n"
+		"      --cdi-spec-dir DIR      where the specs go (default %s)\n"
 		"  -v, --verbose               log every call\n"
 		"  -h, --help                  show this help\n"
 		"      --version               show the version\n"
@@ -37,18 +44,22 @@ static void serve_usage(FILE *f)
 		"remove the daemon's sockets and exit 0. Logs go to stderr, one key=value line per "
 		"event.\n",
 		RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT,
-		RDP_DEFAULT_KUBELET_ROOT);
+		RDP_DEFAULT_KUBELET_ROOT, RDP_DEFAULT_CDI_SPEC_DIR);
 }
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_KUBELET, OPT_REG, OPT_VERSION };
+	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_KUBELET, OPT_REG, OPT_VERSION, OPT_CDI,
+	       OPT_CDI_DIR };
 	static const struct option longopts[] = {
 		{"config-file", required_argument, NULL, 'c'},
 		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
 		{"dev-root", required_argument, NULL, OPT_DEV},
 		{"kubelet-root-dir", required_argument, NULL, OPT_KUBELET},
 		{"registration", required_argument, NULL, OPT_REG},
+		/* As k8s-rdma-shared-dev-plugin's (a Go bool flag: --use-cdi, --use-cdi=true). */
+		{"use-cdi", optional_argument, NULL, OPT_CDI},
+		{"cdi-spec-dir", required_argument, NULL, OPT_CDI_DIR},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -81,6 +92,25 @@ int cmd_serve(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case OPT_CDI:
+			if (!optarg || strcmp(optarg, "true") == 0 || strcmp(optarg, "1") == 0) {
+				o.use_cdi = true;
+			} else if (strcmp(optarg, "false") == 0 || strcmp(optarg, "0") == 0) {
+				o.use_cdi = false;
+			} else {
+				fprintf(stderr, "rdma-dp serve: --use-cdi: '%s' is not true or false\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_CDI_DIR:
+			if (!*optarg || optarg[0] != '/') {
+				fprintf(stderr, "rdma-dp serve: --cdi-spec-dir: '%s' is not an "
+						"absolute path\n", optarg);
+				return 2;
+			}
+			o.cdi_spec_dir = optarg;
 			break;
 		case 'v':
 			o.verbose = true;
