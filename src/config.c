@@ -1159,11 +1159,16 @@ static int parse_env(struct ctx *c, json_t *v, const char *path, unsigned int en
 			       "has an address: NCCL >= 2.21 picks the GID itself; to steer it, set "
 			       "NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY or NCCL_IB_ROCE_VERSION_NUM "
 			       "instead");
-		if (strcmp(key, "NCCL_IB_HCA") == 0 && s[s[0] == '^'] != '=')
+		if (strcmp(key, "NCCL_IB_HCA") == 0 && s[s[0] == '^'] != '=') {
+			char fixed[96];
+
+			snprintf(fixed, sizeof(fixed), "%s=%s", s[0] == '^' ? "^" : "",
+				 s + (s[0] == '^'));
 			warn_v(c, p, "%s without a leading '=' matches prefixes (mlx5_1 also selects "
-			       "mlx5_10..mlx5_19): write \"%s=%s\", or let \"envFromDevices\": "
+			       "mlx5_10..mlx5_19): write %s, or let \"envFromDevices\": "
 			       "[\"NCCL_IB_HCA\"] compute it from the devices a container gets",
-			       q(s, b), s[0] == '^' ? "^" : "", s + (s[0] == '^'));
+			       q(s, b), q(fixed, b2));
+		}
 		else if ((strncmp(key, "NCCL_", 5) == 0 || strncmp(key, "UCX_", 4) == 0) &&
 			 !in_list(key, known_vars) && (dym = did_you_mean(key, known_vars)) &&
 			 strcmp(dym, key) != 0)
