@@ -264,7 +264,9 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		}
 		if (res->mode == RDP_MODE_EXCLUSIVE)
 			text_units(h, &pools->v[i]);
-		text_env(h, &pools->v[i]);
+		/* Without "env" or "envFromDevices": RDMA_DEVICE_* alone, in the JSON output. */
+		if (res->env_from || res->n_env)
+			text_env(h, &pools->v[i]);
 	}
 	printf("\npools:\n");
 	printf("  %-32s %6s  %-5s %-8s %s\n", "RESOURCE", "UNITS", "NUMA", "HEALTH", "DEVICES");
