@@ -22,6 +22,7 @@
 #include "macro.h"
 #include "quote.h"
 #include "selector.h"
+#include "workload-env.h"
 
 #define PATH_LEN 512
 #define MAX_STRING 256 /* bytes in one name or ID: anything longer is a mistake */
@@ -36,7 +37,7 @@ struct ctx {
 static const char *const top_keys[] = { "periodicUpdateInterval", "configList", NULL };
 static const char *const resource_keys[] = { "resourceName", "resourcePrefix", "rdmaHcaMax",
 					     "mode",         "selectors",      "devices",
-					     NULL };
+					     "env",          "envFromDevices", NULL };
 static const char *const mode_names[] = { "shared", "exclusive", NULL };
 
 /*
@@ -54,6 +55,21 @@ static const struct {
 	{ "sharingMode", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
 	{ "allocationMode", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
 	{ "resourceMode", "write \"mode\": \"shared\" (the default) or \"mode\": \"exclusive\"" },
+	{ "envs", "constant variables go in \"env\": {\"NAME\": \"value\"}" },
+	{ "environment", "constant variables go in \"env\": {\"NAME\": \"value\"}" },
+	{ "extraEnv", "constant variables go in \"env\": {\"NAME\": \"value\"}" },
+	{ "envVars", "constant variables go in \"env\": {\"NAME\": \"value\"}" },
+	{ "variables", "constant variables go in \"env\": {\"NAME\": \"value\"}" },
+	{ "ncclEnv", "variables computed from the devices go in \"envFromDevices\": "
+		     "[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
+	{ "setNcclEnv", "variables computed from the devices go in \"envFromDevices\": "
+			"[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
+	{ "setNcclIbHca", "variables computed from the devices go in \"envFromDevices\": "
+			  "[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
+	{ "envFromDevice", "variables computed from the devices go in \"envFromDevices\": "
+			   "[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
+	{ "computedEnv", "variables computed from the devices go in \"envFromDevices\": "
+			 "[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
 };
 
 const char *rdp_resource_mode_name(enum rdp_resource_mode m)
@@ -934,6 +950,247 @@ static bool parse_mode(struct ctx *c, json_t *v, const char *p, enum rdp_resourc
 	return false;
 }
 
+static const char *const env_from_names[] = { "NCCL_IB_HCA", "UCX_NET_DEVICES", NULL };
+
+const char *rdp_env_from_name(unsigned int bit)
+{
+	switch (bit) {
+	case RDP_ENV_NCCL_IB_HCA:
+		return "NCCL_IB_HCA";
+	case RDP_ENV_UCX_NET_DEVICES:
+		return "UCX_NET_DEVICES";
+	}
+	return NULL;
+}
+
+/*
+ * Variables of NCCL and UCX that operators set per resource: a name one or two edits away
+ * from one of these is likely a typo (a warning: any other name is still accepted).
+ */
+static const char *const known_vars[] = {
+	"NCCL_IB_HCA",		"NCCL_IB_TC",		  "NCCL_IB_SL",
+	"NCCL_IB_TIMEOUT",	"NCCL_IB_RETRY_CNT",	  "NCCL_IB_GID_INDEX",
+	"NCCL_IB_ADDR_RANGE",	"NCCL_IB_ADDR_FAMILY",	  "NCCL_IB_ROCE_VERSION_NUM",
+	"NCCL_IB_FIFO_TC",	"NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_SPLIT_DATA_ON_QPS",
+	"NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_IB_ADAPTIVE_ROUTING", "NCCL_IB_MERGE_NICS",
+	"NCCL_IB_DISABLE",	"NCCL_NET_GDR_LEVEL",	  "NCCL_NET_GDR_READ",
+	"NCCL_SOCKET_IFNAME",	"NCCL_SOCKET_FAMILY",	  "NCCL_TOPO_FILE",
+	"NCCL_DEBUG",		"NCCL_DEBUG_SUBSYS",	  "NCCL_NET",
+	"NCCL_NET_PLUGIN",	"NCCL_CROSS_NIC",	  "NCCL_ALGO",
+	"NCCL_PROTO",		"NCCL_SHM_DISABLE",	  "NCCL_P2P_DISABLE",
+	"UCX_NET_DEVICES",	"UCX_TLS",		  "UCX_IB_GID_INDEX",
+	"UCX_IB_SL",		"UCX_IB_TRAFFIC_CLASS",	  "UCX_IB_ROCE_LOCAL_SUBNET",
+	"UCX_IB_PCI_RELAXED_ORDERING", "UCX_LOG_LEVEL",	  "UCX_RNDV_THRESH",
+	NULL
+};
+
+static bool valid_env_name(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+/* "envFromDevices": ["NCCL_IB_HCA", "UCX_NET_DEVICES"]. */
+static void parse_env_from(struct ctx *c, json_t *v, const char *path, unsigned int *ret)
+{
+	static const char all[] = "\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"";
+	size_t i;
+	json_t *e;
+
+	if (json_is_string(v)) {
+		char b[96];
+
+		error_v(c, path, "must be a list of variable names: write [%s]",
+			q(json_string_value(v), b));
+		return;
+	}
+	if (!json_is_array(v)) {
+		error_v(c, path, "must be a list of variable names (%s), not %s", all, type_name(v));
+		return;
+	}
+	if (json_array_size(v) == 0) {
+		error_v(c, path, "empty list: it computes nothing; remove the key or add %s", all);
+		return;
+	}
+	json_array_foreach(v, i, e) {
+		char p[PATH_LEN], b[96];
+		const char *s, *dym;
+		unsigned int bit = 0;
+
+		rdp_json_path_index(p, sizeof(p), path, i);
+		if (!json_is_string(e)) {
+			error_v(c, p, "must be a string (%s), not %s", all, type_name(e));
+			continue;
+		}
+		s = json_string_value(e);
+		for (unsigned int k = 0; env_from_names[k]; k++)
+			if (strcmp(s, env_from_names[k]) == 0)
+				bit = 1u << k;
+		if (bit && (*ret & bit)) {
+			error_v(c, p, "%s is listed twice", q(s, b));
+			continue;
+		}
+		if (bit) {
+			*ret |= bit;
+			continue;
+		}
+		if (strcmp(s, "NCCL_IB_GID_INDEX") == 0) {
+			error_v(c, p, "\"NCCL_IB_GID_INDEX\" cannot be computed: Allocate runs before "
+				"the pod has an address, and NCCL >= 2.21 picks the GID itself; set "
+				"NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY or NCCL_IB_ROCE_VERSION_NUM "
+				"in \"env\" if it needs help");
+			continue;
+		}
+		if (strncmp(s, "RDMA_DEVICE_", 12) == 0) {
+			error_v(c, p, "%s: RDMA_DEVICE_<RESOURCE> is always set, without asking",
+				q(s, b));
+			continue;
+		}
+		dym = did_you_mean(s, env_from_names);
+		error_v(c, p, "%s is not a variable rdma-dp computes: expected one of %s%s%s%s%s", q(s, b),
+			all, dym ? " (did you mean \"" : "", dym ? dym : "", dym ? "\"?)" : "",
+			dym ? "" : "; constant variables go in \"env\"");
+	}
+}
+
+/* "env": {"NCCL_IB_TC": "106"}. env_from: the resource's "envFromDevices", parsed first. */
+static int parse_env(struct ctx *c, json_t *v, const char *path, unsigned int env_from,
+		     struct rdp_resource *res)
+{
+	const char *key;
+	json_t *val;
+
+	if (json_is_array(v)) {
+		error_v(c, path, "must be an object of names and values such as "
+			"{\"NCCL_IB_TC\": \"106\"}, not a list (variables computed from the devices "
+			"go in \"envFromDevices\")");
+		return 0;
+	}
+	if (!json_is_object(v)) {
+		error_v(c, path, "must be an object of names and values such as "
+			"{\"NCCL_IB_TC\": \"106\"}, not %s", type_name(v));
+		return 0;
+	}
+	if (json_object_size(v) == 0) {
+		warn_v(c, path, "empty: it sets nothing; remove the key");
+		return 0;
+	}
+	if (json_object_size(v) > RDP_ENV_MAX_VARS) {
+		error_v(c, path, "too many variables (%zu, at most %d)", json_object_size(v),
+			RDP_ENV_MAX_VARS);
+		return 0;
+	}
+	res->env = rdp_calloc(json_object_size(v), sizeof(*res->env));
+	if (!res->env)
+		return c->r = -ENOMEM;
+	json_object_foreach(v, key, val) {
+		struct rdp_env_var *ev = &res->env[res->n_env];
+		struct rdp_json_pos kp = {};
+		char p[PATH_LEN], b[96], b2[96];
+		const char *s, *dym;
+		size_t len;
+
+		rdp_json_path_key(p, sizeof(p), path, key);
+		if (!*key) {
+			error_k(c, p, "empty variable name");
+			continue;
+		}
+		if (strlen(key) > RDP_ENV_NAME_MAX) {
+			error_k(c, p, "variable name too long (%zu bytes, at most %d)", strlen(key),
+				RDP_ENV_NAME_MAX);
+			continue;
+		}
+		if (!valid_env_name(key)) {
+			error_k(c, p, "%s is not a variable name: it must start with a letter or '_' "
+				"and contain only letters, digits and '_'", q(key, b));
+			continue;
+		}
+		if (strncmp(key, "RDMA_DEVICE_", 12) == 0) {
+			error_k(c, p, "%s: names starting with RDMA_DEVICE_ are rdma-dp's own "
+				"(RDMA_DEVICE_<RESOURCE> lists the devices a container got)", q(key, b));
+			continue;
+		}
+		for (unsigned int k = 0; env_from_names[k]; k++)
+			if ((env_from & (1u << k)) && strcmp(key, env_from_names[k]) == 0) {
+				error_k(c, p, "%s is also in \"envFromDevices\", which computes it from "
+					"the devices a container gets: remove one of them", q(key, b));
+				key = NULL;
+				break;
+			}
+		if (!key)
+			continue;
+		if (json_is_integer(val)) {
+			error_v(c, p, "must be a string: write \"%lld\"", json_integer_value(val));
+			continue;
+		}
+		if (json_is_real(val)) {
+			error_v(c, p, "must be a string: write \"%g\"", json_real_value(val));
+			continue;
+		}
+		if (json_is_boolean(val)) {
+			error_v(c, p, "must be a string: write \"%s\"",
+				json_is_true(val) ? "true" : "false");
+			continue;
+		}
+		if (!json_is_string(val)) {
+			error_v(c, p, "must be a string, not %s", type_name(val));
+			continue;
+		}
+		s = json_string_value(val);
+		len = json_string_length(val);
+		if (len != strlen(s)) {
+			error_v(c, p, "contains a NUL character (\\u0000)");
+			continue;
+		}
+		if (len > RDP_ENV_VALUE_MAX) {
+			error_v(c, p, "value too long (%zu bytes, at most %d)", len, RDP_ENV_VALUE_MAX);
+			continue;
+		}
+		if (strpbrk(s, "\n\r")) {
+			error_v(c, p, "contains a line break: a value must be one line");
+			continue;
+		}
+		if (strcmp(key, "NCCL_IB_GID_INDEX") == 0)
+			warn_k(c, p, "one GID index for every HCA and every pod, fixed before the pod "
+			       "has an address: NCCL >= 2.21 picks the GID itself; to steer it, set "
+			       "NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY or NCCL_IB_ROCE_VERSION_NUM "
+			       "instead");
+		if (strcmp(key, "NCCL_IB_HCA") == 0 && s[s[0] == '^'] != '=') {
+			char fixed[96];
+
+			snprintf(fixed, sizeof(fixed), "%s=%s", s[0] == '^' ? "^" : "",
+				 s + (s[0] == '^'));
+			warn_v(c, p, "%s without a leading '=' matches prefixes (mlx5_1 also selects "
+			       "mlx5_10..mlx5_19): write %s, or let \"envFromDevices\": "
+			       "[\"NCCL_IB_HCA\"] compute it from the devices a container gets",
+			       q(s, b), q(fixed, b2));
+		}
+		else if ((strncmp(key, "NCCL_", 5) == 0 || strncmp(key, "UCX_", 4) == 0) &&
+			 !in_list(key, known_vars) && (dym = did_you_mean(key, known_vars)) &&
+			 strcmp(dym, key) != 0)
+			warn_k(c, p, "%s is not a variable NCCL or UCX is known to read (did you "
+			       "mean %s?)", q(key, b), q(dym, b2));
+		ev->name = rdp_strdup(key);
+		ev->value = rdp_strdup(s);
+		if (!ev->name || !ev->value) {
+			rdp_free(ev->name);
+			rdp_free(ev->value);
+			ev->name = ev->value = NULL;
+			return c->r = -ENOMEM;
+		}
+		if (rdp_json_index_find(c->idx, p, &kp, NULL)) {
+			ev->line = kp.line;
+			ev->col = kp.col;
+		}
+		res->n_env++;
+	}
+	return 0;
+}
+
 static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct rdp_resource *res,
 			  const struct rdp_resource *prev, size_t n_prev)
 {
@@ -944,6 +1201,8 @@ static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct r
 	json_t *sel = json_object_get(obj, "selectors");
 	bool mode_bad;
 	json_t *legacy = json_object_get(obj, "devices");
+	json_t *env = json_object_get(obj, "env");
+	json_t *env_from = json_object_get(obj, "envFromDevices");
 	struct rdp_json_pos pos;
 	char p[PATH_LEN], b[96];
 	long long x;
@@ -1047,7 +1306,91 @@ static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct r
 		error_v(c, path, "no \"selectors\": a resource must say which devices it takes, "
 			"e.g. \"selectors\": {\"ifNames\": [\"ib0\"]}");
 	}
+
+	if (env_from) {
+		rdp_json_path_key(p, sizeof(p), path, "envFromDevices");
+		parse_env_from(c, env_from, p, &res->env_from);
+		note_k(c, p, "k8s-rdma-shared-dev-plugin does not know \"envFromDevices\" and "
+		       "ignores it: there containers get no such variables");
+	}
+	if (env) {
+		rdp_json_path_key(p, sizeof(p), path, "env");
+		r = parse_env(c, env, p, res->env_from, res);
+		if (r < 0)
+			return r;
+		note_k(c, p, "k8s-rdma-shared-dev-plugin does not know \"env\" and ignores it: "
+		       "there containers get no such variables");
+	}
 	return 0;
+}
+
+static const char *env_value(const struct rdp_resource *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_env; i++)
+		if (strcmp(r->env[i].name, name) == 0)
+			return r->env[i].value;
+	return NULL;
+}
+
+/*
+ * Two resources that give the same variable to a container that gets both: kubelet merges
+ * the answers of several device plugins first-wins, in map order, so which value the
+ * container sees is not predictable. Warned at the later resource.
+ */
+static void check_env_clashes(struct ctx *c, const struct rdp_config *cfg)
+{
+	static const char why[] = "a container that gets both sees one of them (kubelet keeps "
+				  "the first it meets); put the NICs a job uses in one resource";
+
+	for (size_t j = 0; j < cfg->n_resources; j++) {
+		const struct rdp_resource *b = &cfg->resources[j];
+		char path[PATH_LEN], p[PATH_LEN], vb[RDP_ENV_RESOURCE_VAR_MAX];
+
+		if (!b->full_name)
+			continue;
+		rdp_json_path_index(path, sizeof(path), "configList", j);
+		for (size_t i = 0; i < j; i++) {
+			const struct rdp_resource *a = &cfg->resources[i];
+			char va[RDP_ENV_RESOURCE_VAR_MAX], q1[96], q2[96];
+
+			if (!a->full_name)
+				continue;
+			if (rdp_env_resource_var(a->full_name, va, sizeof(va)) > 0 &&
+			    rdp_env_resource_var(b->full_name, vb, sizeof(vb)) > 0 &&
+			    strcmp(va, vb) == 0)
+				warn_v(c, rdp_json_path_key(p, sizeof(p), path, "resourceName"),
+				       "%s and %s (line %u) both list their devices in %s: %s",
+				       b->full_name, a->full_name, a->line, va, why);
+			for (unsigned int bit = 1; bit & RDP_ENV_FROM_ALL; bit <<= 1) {
+				const char *name = rdp_env_from_name(bit), *av = env_value(a, name);
+
+				if (!(b->env_from & bit))
+					continue;
+				rdp_json_path_key(p, sizeof(p), path, "envFromDevices");
+				if (a->env_from & bit)
+					warn_k(c, p, "%s is also computed by %s (line %u): %s",
+					       q(name, q1), a->full_name, a->line, why);
+				else if (av)
+					warn_k(c, p, "%s is also set by %s (line %u), to %s: %s",
+					       q(name, q1), a->full_name, a->line, q(av, q2), why);
+			}
+			for (size_t k = 0; k < b->n_env; k++) {
+				const char *name = b->env[k].name, *av = env_value(a, name);
+				char pe[PATH_LEN];
+
+				rdp_json_path_key(p, sizeof(p), path, "env");
+				rdp_json_path_key(pe, sizeof(pe), p, name);
+				for (unsigned int bit = 1; bit & RDP_ENV_FROM_ALL; bit <<= 1)
+					if ((a->env_from & bit) &&
+					    strcmp(name, rdp_env_from_name(bit)) == 0)
+						warn_k(c, pe, "%s is also computed by %s (line %u): %s",
+						       q(name, q1), a->full_name, a->line, why);
+				if (av && strcmp(av, b->env[k].value) != 0)
+					warn_k(c, pe, "%s is also set by %s (line %u), to %s: %s",
+					       q(name, q1), a->full_name, a->line, q(av, q2), why);
+			}
+		}
+	}
 }
 
 static int validate(struct ctx *c, json_t *root, struct rdp_config *cfg)
@@ -1104,6 +1447,7 @@ static int validate(struct ctx *c, json_t *root, struct rdp_config *cfg)
 		if (r < 0)
 			return r;
 	}
+	check_env_clashes(c, cfg);
 	return 0;
 }
 
@@ -1139,6 +1483,11 @@ struct rdp_config *rdp_config_free(struct rdp_config *c)
 		rdp_free(r->prefix);
 		rdp_free(r->full_name);
 		selectors_done(&r->sel);
+		for (size_t j = 0; j < r->n_env; j++) {
+			rdp_free(r->env[j].name);
+			rdp_free(r->env[j].value);
+		}
+		rdp_free(r->env);
 	}
 	rdp_free(c->resources);
 	rdp_free(c->path);

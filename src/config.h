@@ -29,6 +29,9 @@
 #define RDP_CONFIG_MAX_VF_RANGES 64   /* "#0-3,5" parts in one pfNames entry */
 #define RDP_RESOURCE_NAME_MAX 63      /* Kubernetes qualified-name part */
 #define RDP_RESOURCE_PREFIX_MAX 253   /* DNS subdomain */
+#define RDP_ENV_MAX_VARS 64           /* entries of one resource's "env" */
+#define RDP_ENV_NAME_MAX 128          /* bytes of a variable name in "env" */
+#define RDP_ENV_VALUE_MAX 4096        /* bytes of a value in "env" */
 
 /* One pfNames entry: "ens1f0" or "ens1f0#0-3,5" (VF indexes, as the SR-IOV plugin). */
 struct rdp_pf_selector {
@@ -76,6 +79,29 @@ enum rdp_resource_mode {
 /* "shared", "exclusive". */
 const char *rdp_resource_mode_name(enum rdp_resource_mode m);
 
+/*
+ * "envFromDevices": variables computed per allocation from the devices a container gets
+ * (workload-env.h). Bits of rdp_resource.env_from.
+ */
+enum {
+	RDP_ENV_NCCL_IB_HCA = 1u << 0,     /* "=mlx5_0:1,mlx5_3:1": ports that carry traffic */
+	RDP_ENV_UCX_NET_DEVICES = 1u << 1, /* "mlx5_0:1,mlx5_3:1": the same ports */
+};
+#define RDP_ENV_FROM_ALL (RDP_ENV_NCCL_IB_HCA | RDP_ENV_UCX_NET_DEVICES)
+/* The variable name of one RDP_ENV_* bit ("NCCL_IB_HCA"); NULL for anything else. */
+const char *rdp_env_from_name(unsigned int bit);
+
+/*
+ * One entry of "env": a constant variable every container given the resource gets.
+ * name matches [A-Za-z_][A-Za-z0-9_]* (at most RDP_ENV_NAME_MAX bytes), value has no NUL,
+ * '\n' or '\r' (at most RDP_ENV_VALUE_MAX bytes); line:col is where the name is in the file.
+ */
+struct rdp_env_var {
+	char *name;
+	char *value;
+	unsigned int line, col;
+};
+
 struct rdp_resource {
 	char *name;          /* resourceName: [A-Za-z0-9_]+ */
 	char *prefix;        /* resourcePrefix, default "rdma" */
@@ -84,6 +110,9 @@ struct rdp_resource {
 	unsigned int rdma_hca_max; /* shared mode; 0 in exclusive mode */
 	struct rdp_selectors sel;
 	bool legacy_devices; /* selection came from the top-level "devices" (= ifNames) */
+	struct rdp_env_var *env; /* "env", in file order; none (NULL, 0) when absent */
+	size_t n_env;
+	unsigned int env_from; /* "envFromDevices": RDP_ENV_NCCL_IB_HCA | ...; 0 when absent */
 	unsigned int line;   /* where the entry starts in the file, for messages */
 };
 

@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "pool.h"
 #include "selector.h"
+#include "workload-env.h"
 
 static const char *const cmd = "check-config";
 
@@ -130,6 +131,76 @@ static void text_units(const struct rdp_host *h, const struct rdp_pool *p)
 	rdp_dp_state_done(&st);
 }
 
+/* "NCCL_IB_HCA and UCX_NET_DEVICES" for the bits of mask. */
+static void env_from_names(unsigned int mask, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (unsigned int bit = 1; bit & RDP_ENV_FROM_ALL; bit <<= 1)
+		if (mask & bit)
+			snprintf(buf + strlen(buf), size - strlen(buf), "%s%s",
+				 buf[0] ? " and " : "", rdp_env_from_name(bit));
+}
+
+/*
+ * The variables a container of the pool's resource gets, by the daemon's code: shared, all of
+ * them (every container gets every usable device); exclusive, the constants, the names
+ * computed per allocation and an example for the first unit. ex_unit: that unit's ID.
+ */
+static int pool_env(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_env *ret,
+		    char *ex_unit, size_t size)
+{
+	_cleanup_free_ size_t *devs = NULL;
+	size_t n = 0;
+	int r;
+
+	ex_unit[0] = '\0';
+	r = rdp_env_pool_devices(h, p, &devs, &n);
+	if (r < 0)
+		return r;
+	if (p->res->mode == RDP_MODE_EXCLUSIVE && n)
+		rdp_device_unit_id(&h->devices[devs[0]], ex_unit, size);
+	return rdp_env_build(p->res, h, devs, n, RDP_ENV_GROUP_ALL, ret);
+}
+
+static void text_env(const struct rdp_host *h, const struct rdp_pool *p)
+{
+	const struct rdp_resource *res = p->res;
+	char unit[RDP_UNIT_ID_MAX], var[RDP_ENV_RESOURCE_VAR_MAX], names[64];
+	struct rdp_env e = {};
+
+	if (pool_env(h, p, &e, unit, sizeof(unit)) < 0) {
+		printf("  environment: (out of memory)\n");
+		return;
+	}
+	if (rdp_env_resource_var(res->full_name, var, sizeof(var)) < 0)
+		var[0] = '\0';
+	env_from_names(res->env_from, names, sizeof(names));
+	if (res->mode == RDP_MODE_SHARED) {
+		printf("  environment of a container given a unit (every usable device of the "
+		       "pool):\n");
+		for (size_t i = 0; i < e.n; i++)
+			printf("    %s\n", e.kv[i]);
+	} else {
+		printf("  environment of a container:\n");
+		printf("    per allocation, from the devices of its units: %s%s%s\n", var,
+		       names[0] ? ", " : "", names);
+		printf("    constant:%s\n", res->n_env ? "" : " (none)");
+		for (size_t i = 0; i < res->n_env; i++)
+			printf("      %s=%s\n", res->env[i].name, res->env[i].value);
+		if (unit[0]) {
+			printf("    e.g. given unit %s alone:\n", unit);
+			for (size_t i = 0; i < e.n - res->n_env; i++)
+				printf("      %s\n", e.kv[i]);
+		}
+	}
+	if (e.omitted) {
+		env_from_names(e.omitted, names, sizeof(names));
+		printf("    ! %s left out: no port of %s can carry traffic\n", names,
+		       res->mode == RDP_MODE_SHARED ? "the pool's usable devices" : "the unit");
+	}
+	rdp_env_done(&e);
+}
+
 /* Exclusive: the NUMA nodes its units carry ("0,1"), or "-" when none carries one. */
 static void unit_numa(const struct rdp_dp_state *st, char *buf, size_t size)
 {
@@ -193,6 +264,9 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		}
 		if (res->mode == RDP_MODE_EXCLUSIVE)
 			text_units(h, &pools->v[i]);
+		/* Without "env" or "envFromDevices": RDMA_DEVICE_* alone, in the JSON output. */
+		if (res->env_from || res->n_env)
+			text_env(h, &pools->v[i]);
 	}
 	printf("\npools:\n");
 	printf("  %-32s %6s  %-5s %-8s %s\n", "RESOURCE", "UNITS", "NUMA", "HEALTH", "DEVICES");
@@ -341,6 +415,17 @@ static json_t *json_resource(const struct rdp_resource *res, const struct rdp_ho
 					    : json_integer(res->rdma_hca_max));
 	r |= set(o, "legacy_devices", json_boolean(res->legacy_devices));
 	r |= set(o, "selectors", json_selectors(&res->sel));
+	{
+		json_t *env = json_object(), *from = json_array();
+
+		for (size_t j = 0; j < res->n_env; j++)
+			r |= set(env, res->env[j].name, json_string(res->env[j].value));
+		for (unsigned int bit = 1; bit & RDP_ENV_FROM_ALL; bit <<= 1)
+			if (res->env_from & bit)
+				r |= push(from, json_string(rdp_env_from_name(bit)));
+		r |= set(o, "env", env);
+		r |= set(o, "env_from_devices", from);
+	}
 	for (size_t j = 0; j < h->n_devices && !r; j++) {
 		const struct rdp_device *dev = &h->devices[j];
 		json_t *d = json_object(), *keys = json_array();
@@ -363,6 +448,57 @@ static json_t *json_resource(const struct rdp_resource *res, const struct rdp_ho
 		r |= push(devs, d);
 	}
 	r |= set(o, "devices", devs);
+	if (r) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/*
+ * "env" of a pool: "variables" a container gets (exclusive: given "example_unit" alone),
+ * which of them are "constant" (the same for every container: in a CDI spec) and which
+ * "per_allocation", and the computed ones "omitted" for want of a port carrying traffic.
+ */
+static json_t *json_pool_env(const struct rdp_host *h, const struct rdp_pool *p)
+{
+	const struct rdp_resource *res = p->res;
+	json_t *o = json_object(), *vars = json_object(), *cons = json_array(),
+	       *per = json_array(), *om = json_array();
+	char unit[RDP_UNIT_ID_MAX];
+	struct rdp_env e = {};
+	int r = 0;
+
+	if (pool_env(h, p, &e, unit, sizeof(unit)) < 0) {
+		json_decref(vars);
+		json_decref(cons);
+		json_decref(per);
+		json_decref(om);
+		json_decref(o);
+		return NULL;
+	}
+	for (size_t i = 0; i < e.n; i++) {
+		char *eq = strchr(e.kv[i], '=');
+		bool is_const = res->mode == RDP_MODE_SHARED || i >= e.n - res->n_env;
+		json_t *name = json_stringn(e.kv[i], eq ? (size_t)(eq - e.kv[i]) : 0);
+
+		if (!name || !eq) {
+			json_decref(name);
+			r = -ENOMEM;
+			break;
+		}
+		r |= set(vars, json_string_value(name), json_string(eq + 1));
+		r |= push(is_const ? cons : per, name);
+	}
+	for (unsigned int bit = 1; bit & RDP_ENV_FROM_ALL; bit <<= 1)
+		if (e.omitted & bit)
+			r |= push(om, json_string(rdp_env_from_name(bit)));
+	r |= set(o, "variables", vars);
+	r |= set(o, "constant", cons);
+	r |= set(o, "per_allocation", per);
+	r |= set(o, "example_unit", unit[0] ? json_string(unit) : json_null());
+	r |= set(o, "omitted", om);
+	rdp_env_done(&e);
 	if (r) {
 		json_decref(o);
 		return NULL;
@@ -425,6 +561,7 @@ static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
 		r |= push(unusable, json_pack("{s:s, s:s}", "device", st.unusable[j].device,
 					      "reason", st.unusable[j].reason));
 	r |= set(o, "unusable", unusable);
+	r |= set(o, "env", json_pool_env(h, p));
 	rdp_dp_state_done(&st);
 	if (r) {
 		json_decref(o);
@@ -538,6 +675,8 @@ int cmd_check_config(int argc, char **argv)
 		goto out;
 	}
 	r = rdp_pools_build(c, h, &pools, &diags);
+	if (r == 0)
+		r = rdp_env_check_pools(c, h, pools, &diags);
 	if (r < 0) {
 		fprintf(stderr, "rdma-dp %s: cannot build pools: %s\n", cmd, strerror(-r));
 		goto out;

@@ -165,6 +165,124 @@ def test_legacy_devices(run, fixtures_dir):
             in p.stdout)
 
 
+DGX_COMPUTE = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+
+
+def test_dgx_env_shared_and_exclusive(run, fixtures_dir):
+    """The variables a container gets: shared, all of them from the pool; exclusive, the
+    constants, the names computed per allocation and an example for the first unit."""
+    ports = ",".join(d + ":1" for d in DGX_COMPUTE)
+    p = check(run, fixtures_dir, "dgx-env.json", "dgx-h100")
+    assert p.returncode == 0, p.stderr
+    assert ("  environment of a container given a unit (every usable device of the pool):\n"
+            f"    RDMA_DEVICE_RDMA_COMPUTE_IB={ports}\n"
+            f"    NCCL_IB_HCA=={ports}\n"
+            "    NCCL_IB_TIMEOUT=22\n"
+            "    NCCL_SOCKET_IFNAME==eth0\n") in p.stdout
+    assert ("  environment of a container:\n"
+            "    per allocation, from the devices of its units: RDMA_DEVICE_RDMA_STORAGE_ROCE, "
+            "UCX_NET_DEVICES\n"
+            "    constant:\n"
+            "      NCCL_IB_TC=106\n"
+            "      NCCL_IB_ADDR_RANGE=10.20.0.0/16\n"
+            "    e.g. given unit 0000:29:00.0 alone:\n"
+            "      RDMA_DEVICE_RDMA_STORAGE_ROCE=mlx5_1:1\n"
+            "      UCX_NET_DEVICES=mlx5_1:1\n") in p.stdout
+    assert "warning" not in p.stdout
+    doc = check_json(run, fixtures_dir, "dgx-env.json", "dgx-h100")
+    res = {r["full_name"]: r for r in doc["resources"]}
+    assert res["rdma/compute_ib"]["env"] == {"NCCL_IB_TIMEOUT": "22",
+                                             "NCCL_SOCKET_IFNAME": "=eth0"}
+    assert res["rdma/compute_ib"]["env_from_devices"] == ["NCCL_IB_HCA"]
+    assert res["rdma/storage_roce"]["env_from_devices"] == ["UCX_NET_DEVICES"]
+    env = pool(doc, "rdma/compute_ib")["env"]
+    assert env["variables"] == {"RDMA_DEVICE_RDMA_COMPUTE_IB": ports,
+                                "NCCL_IB_HCA": "=" + ports, "NCCL_IB_TIMEOUT": "22",
+                                "NCCL_SOCKET_IFNAME": "=eth0"}
+    assert list(env["variables"]) == env["constant"] and env["per_allocation"] == []
+    assert env["example_unit"] is None and env["omitted"] == []
+    env = pool(doc, "rdma/storage_roce")["env"]
+    assert env["variables"] == {"RDMA_DEVICE_RDMA_STORAGE_ROCE": "mlx5_1:1",
+                                "UCX_NET_DEVICES": "mlx5_1:1", "NCCL_IB_TC": "106",
+                                "NCCL_IB_ADDR_RANGE": "10.20.0.0/16"}
+    assert env["constant"] == ["NCCL_IB_TC", "NCCL_IB_ADDR_RANGE"]
+    assert env["per_allocation"] == ["RDMA_DEVICE_RDMA_STORAGE_ROCE", "UCX_NET_DEVICES"]
+    assert env["example_unit"] == "0000:29:00.0"
+    assert [d["level"] for d in doc["diagnostics"]] == ["note"] * 5
+
+
+def test_env_without_keys_is_rdma_device_only(run, fixtures_dir):
+    doc = check_json(run, fixtures_dir, "seed000.json", "seed000")
+    env = pool(doc, "rdma/hca_shared_devices_a")["env"]
+    assert env["variables"] == {"RDMA_DEVICE_RDMA_HCA_SHARED_DEVICES_A": "mlx5_0:1"}
+    assert doc["resources"][0]["env"] == {} and doc["resources"][0]["env_from_devices"] == []
+
+
+def test_mlx4_both_ports(run, fixtures_dir):
+    """ConnectX-3 VPI: port 1 InfiniBand and port 2 Ethernet both carry traffic."""
+    doc = check_json(run, fixtures_dir, "mlx4-env.json", "mlx4")
+    env = pool(doc, "rdma/vpi")["env"]
+    assert env["variables"]["NCCL_IB_HCA"] == "=mlx4_0:1,mlx4_0:2"
+    assert env["variables"]["UCX_NET_DEVICES"] == "mlx4_0:1,mlx4_0:2"
+    assert env["variables"]["RDMA_DEVICE_RDMA_VPI"] == "mlx4_0:1,mlx4_0:2"
+    assert env["example_unit"] == "0000:04:00.0"
+
+
+def test_port_down_leaves_computed_out(run, fixtures_dir):
+    """mlx5_0 DOWN, mlx5_1 INIT: no port carries traffic, NCCL_IB_HCA would be empty."""
+    p = check(run, fixtures_dir, "port-down-env.json", "port-down")
+    assert p.returncode == 0, p.stderr
+    assert ("port-down-env.json:4: warning: rdma/hca: no port of its devices can carry "
+            "traffic on this node (none is ACTIVE with link layer InfiniBand or Ethernet): "
+            "NCCL_IB_HCA and UCX_NET_DEVICES would be empty and are left out") in p.stdout
+    assert ("    RDMA_DEVICE_RDMA_HCA=mlx5_0:1,mlx5_1:1\n"
+            "    ! NCCL_IB_HCA and UCX_NET_DEVICES left out: no port of the pool's usable "
+            "devices can carry traffic\n") in p.stdout
+    doc = check_json(run, fixtures_dir, "port-down-env.json", "port-down")
+    env = pool(doc, "rdma/hca")["env"]
+    assert env["variables"] == {"RDMA_DEVICE_RDMA_HCA": "mlx5_0:1,mlx5_1:1"}
+    assert env["omitted"] == ["NCCL_IB_HCA", "UCX_NET_DEVICES"]
+    assert [d["level"] for d in doc["diagnostics"]].count("warning") == 1
+
+
+def test_two_resources_same_variable(run, fixtures_dir):
+    p = check(run, fixtures_dir, "two-resources-env.json", "dgx-h100")
+    assert p.returncode == 0, p.stderr
+    why = ("a container that gets both sees one of them (kubelet keeps the first it meets); "
+           "put the NICs a job uses in one resource")
+    assert ('two-resources-env.json:21:7: warning: configList[1].envFromDevices: '
+            '"NCCL_IB_HCA" is also computed by rdma/compute_ib_numa0 (line 4): ' + why
+            in p.stdout)
+    assert ('two-resources-env.json:22:15: warning: configList[1].env.NCCL_IB_TIMEOUT: '
+            '"NCCL_IB_TIMEOUT" is also set by rdma/compute_ib_numa0 (line 4), to "22": ' + why
+            in p.stdout)
+    doc = check_json(run, fixtures_dir, "two-resources-env.json", "dgx-h100")
+    assert pool(doc, "rdma/compute_ib_numa0")["env"]["variables"]["NCCL_IB_HCA"] == \
+        "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1"
+    assert pool(doc, "rdma/compute_ib_numa1")["env"]["variables"]["NCCL_IB_HCA"] == \
+        "=mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
+
+
+def test_nccl_ib_hca_over_32_devices(run, fixtures_dir, tmp_path):
+    """two-socket-vfs has 64 VFs: a shared pool of all of them computes an NCCL_IB_HCA NCCL
+    reads only 32 entries of."""
+    cfg = tmp_path / "many.json"
+    cfg.write_text(json.dumps({"configList": [
+        {"resourceName": "all", "rdmaHcaMax": 10, "selectors": {"vendors": ["15b3"]},
+         "envFromDevices": ["NCCL_IB_HCA"]},
+        {"resourceName": "each", "mode": "exclusive", "selectors": {"vendors": ["15b3"]},
+         "envFromDevices": ["UCX_NET_DEVICES"]}]}))
+    doc = json.loads(run("check-config", "--config-file", cfg,
+                         *node_args(fixtures_dir, "two-socket-vfs"), "-o", "json").stdout)
+    n = len(pool(doc, "rdma/all")["env"]["variables"]["NCCL_IB_HCA"].split(","))
+    assert n > 32
+    texts = [d["text"] for d in doc["diagnostics"] if d["level"] == "warning"]
+    assert any(f"warning: rdma/all: NCCL_IB_HCA names {n} devices on this node: NCCL uses "
+               "only the first 32" in t for t in texts), texts
+    # the exclusive resource computes no NCCL_IB_HCA: no such warning for it
+    assert not any("warning: rdma/each:" in t for t in texts), texts
+
+
 # Every file of invalid/ with the message it must give, position included.
 INVALID = {
     "typo-devics.json": '10:9: error: configList[0].selectors: unknown key "devics" (did you mean "devices"?)',
@@ -210,6 +328,9 @@ INVALID = {
     "unterminated-string.json": "3:22: error: unterminated string",
     "capital-true.json": "2:17: error: JSON literals are lower-case: write true, not True",
     "trailing-garbage.json": "2:1: error: unexpected '}' after the end of the JSON document",
+    "env-number.json": '8:28: error: configList[0].env.NCCL_IB_TIMEOUT: must be a string: write "22"',
+    "env-computed-too.json": '9:9: error: configList[0].env.NCCL_IB_HCA: "NCCL_IB_HCA" is also in "envFromDevices", which computes it from the devices a container gets: remove one of them',
+    "typo-env-from-devices.json": '7:26: error: configList[0].envFromDevices[0]: "NCCL_IB_HCAS" is not a variable rdma-dp computes: expected one of "NCCL_IB_HCA", "UCX_NET_DEVICES" (did you mean "NCCL_IB_HCA"?)',
 }
 
 

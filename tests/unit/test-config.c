@@ -80,7 +80,7 @@ static const struct {
 	{ RES("\"devices\": []"), "configList[0].devices: empty list" },
 	{ RES("\"vendors\": [\"15b3\"], \"selectors\": {\"ifNames\": [\"ib0\"]}"), "configList[0]: unknown key \"vendors\" here: selector keys go inside \"selectors\"" },
 	{ RES("\"resourcename\": \"b\", \"selectors\": {\"ifNames\": [\"ib0\"]}"), "configList[0]: unknown key \"resourcename\" (did you mean \"resourceName\"?)" },
-	{ RES("\"foo\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}"), "unknown key \"foo\" (known keys: resourceName, resourcePrefix, rdmaHcaMax, mode, selectors, devices)" },
+	{ RES("\"foo\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}"), "unknown key \"foo\" (known keys: resourceName, resourcePrefix, rdmaHcaMax, mode, selectors, devices, env, envFromDevices)" },
 	{ "{\"configList\": [{\"resourceName\": \"a-b\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "configList[0].resourceName: \"a-b\": a resource name may contain only letters, digits and '_'" },
 	{ "{\"configList\": [{\"resourceName\": \"_a\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "must start and end with a letter or digit" },
 	{ "{\"configList\": [{\"resourceName\": \"\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "empty resource name" },
@@ -463,6 +463,212 @@ static void test_too_big(void)
 }
 
 /* Failing each allocation in turn: -ENOMEM (or a clean result), never a leak or a crash. */
+/* "env" and "envFromDevices": every error with its position, the warnings, the values. */
+#define ENVRES(x) RES("\"selectors\": {\"vendors\": [\"15b3\"]}, " x)
+
+static const struct {
+	const char *text;
+	const char *expect;
+} env_errors[] = {
+	{ ENVRES("\"env\": [\"A=1\"]"), "c.json:1:99: error: configList[0].env: must be an object of names and values such as {\"NCCL_IB_TC\": \"106\"}, not a list" },
+	{ ENVRES("\"env\": \"A=1\""), "c.json:1:99: error: configList[0].env: must be an object of names and values such as {\"NCCL_IB_TC\": \"106\"}, not a string" },
+	{ ENVRES("\"env\": {\"NCCL_IB_TIMEOUT\": 22}"), "c.json:1:119: error: configList[0].env.NCCL_IB_TIMEOUT: must be a string: write \"22\"" },
+	{ ENVRES("\"env\": {\"X\": 1.5}"), "c.json:1:105: error: configList[0].env.X: must be a string: write \"1.5\"" },
+	{ ENVRES("\"env\": {\"X\": true}"), "c.json:1:105: error: configList[0].env.X: must be a string: write \"true\"" },
+	{ ENVRES("\"env\": {\"X\": null}"), "c.json:1:105: error: configList[0].env.X: must be a string, not null" },
+	{ ENVRES("\"env\": {\"1X\": \"1\"}"), "c.json:1:100: error: configList[0].env.1X: \"1X\" is not a variable name: it must start with a letter or '_' and contain only letters, digits and '_'" },
+	{ ENVRES("\"env\": {\"A-B\": \"1\"}"), "c.json:1:100: error: configList[0].env[\"A-B\"]: \"A-B\" is not a variable name" },
+	{ ENVRES("\"env\": {\"\": \"1\"}"), "error: configList[0].env[\"\"]: empty variable name" },
+	{ ENVRES("\"env\": {\"RDMA_DEVICE_X\": \"1\"}"), "c.json:1:100: error: configList[0].env.RDMA_DEVICE_X: \"RDMA_DEVICE_X\": names starting with RDMA_DEVICE_ are rdma-dp's own" },
+	{ ENVRES("\"env\": {\"X\": \"a\\nb\"}"), "c.json:1:105: error: configList[0].env.X: contains a line break: a value must be one line" },
+	{ ENVRES("\"env\": {\"X\": \"a\\rb\"}"), "contains a line break" },
+	{ ENVRES("\"env\": {\"X\": \"a\\u0000b\"}"), "error: \\u0000 is not allowed" },
+	{ ENVRES("\"envFromDevices\": [\"NCCL_IB_HCA\"],\n \"env\": {\"NCCL_IB_HCA\": \"=mlx5_0\"}"), "c.json:2:10: error: configList[0].env.NCCL_IB_HCA: \"NCCL_IB_HCA\" is also in \"envFromDevices\", which computes it from the devices a container gets: remove one of them" },
+	{ ENVRES("\"env\": {\"UCX_NET_DEVICES\": \"mlx5_0:1\"}, \"envFromDevices\": [\"UCX_NET_DEVICES\"]"), "c.json:1:100: error: configList[0].env.UCX_NET_DEVICES: \"UCX_NET_DEVICES\" is also in \"envFromDevices\"" },
+	{ ENVRES("\"envFromDevices\": \"NCCL_IB_HCA\""), "c.json:1:110: error: configList[0].envFromDevices: must be a list of variable names: write [\"NCCL_IB_HCA\"]" },
+	{ ENVRES("\"envFromDevices\": {}"), "c.json:1:110: error: configList[0].envFromDevices: must be a list of variable names (\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"), not an object" },
+	{ ENVRES("\"envFromDevices\": []"), "c.json:1:110: error: configList[0].envFromDevices: empty list: it computes nothing; remove the key or add \"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"" },
+	{ ENVRES("\"envFromDevices\": [1]"), "c.json:1:111: error: configList[0].envFromDevices[0]: must be a string (\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"), not an integer" },
+	{ ENVRES("\"envFromDevices\": [\"NCCL_IB_HCAS\"]"), "c.json:1:111: error: configList[0].envFromDevices[0]: \"NCCL_IB_HCAS\" is not a variable rdma-dp computes: expected one of \"NCCL_IB_HCA\", \"UCX_NET_DEVICES\" (did you mean \"NCCL_IB_HCA\"?)" },
+	{ ENVRES("\"envFromDevices\": [\"ucx_net_devices\"]"), "(did you mean \"UCX_NET_DEVICES\"?)" },
+	{ ENVRES("\"envFromDevices\": [\"NCCL_SOCKET_IFNAME\"]"), "\"NCCL_SOCKET_IFNAME\" is not a variable rdma-dp computes: expected one of \"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"; constant variables go in \"env\"" },
+	{ ENVRES("\"envFromDevices\": [\"NCCL_IB_GID_INDEX\"]"), "c.json:1:111: error: configList[0].envFromDevices[0]: \"NCCL_IB_GID_INDEX\" cannot be computed: Allocate runs before the pod has an address, and NCCL >= 2.21 picks the GID itself" },
+	{ ENVRES("\"envFromDevices\": [\"RDMA_DEVICE_RDMA_A\"]"), "\"RDMA_DEVICE_RDMA_A\": RDMA_DEVICE_<RESOURCE> is always set, without asking" },
+	{ ENVRES("\"envFromDevices\": [\"NCCL_IB_HCA\", \"NCCL_IB_HCA\"]"), "c.json:1:126: error: configList[0].envFromDevices[1]: \"NCCL_IB_HCA\" is listed twice" },
+	/* keys other plugins or a first guess use */
+	{ ENVRES("\"envs\": {}"), "c.json:1:92: error: configList[0]: unknown key \"envs\": constant variables go in \"env\": {\"NAME\": \"value\"}" },
+	{ ENVRES("\"environment\": {}"), "unknown key \"environment\": constant variables go in \"env\"" },
+	{ ENVRES("\"extraEnv\": {}"), "unknown key \"extraEnv\": constant variables go in \"env\"" },
+	{ ENVRES("\"ncclEnv\": true"), "unknown key \"ncclEnv\": variables computed from the devices go in \"envFromDevices\": [\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
+	{ ENVRES("\"setNcclEnv\": true"), "unknown key \"setNcclEnv\": variables computed from the devices go in \"envFromDevices\"" },
+	{ ENVRES("\"envFromDevice\": []"), "unknown key \"envFromDevice\": variables computed from the devices go in \"envFromDevices\"" },
+	{ RES("\"selectors\": {\"vendors\": [\"15b3\"], \"env\": {}}"), "configList[0].selectors: unknown key \"env\"" },
+};
+
+static void test_env_errors(void)
+{
+	char name[200], big[RDP_ENV_VALUE_MAX + 64], many[64 * 20 + 200];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(env_errors) / sizeof(env_errors[0]); i++) {
+		struct rdp_diags d = {};
+		struct rdp_config *c = NULL;
+
+		EXPECT_EQ(parse(env_errors[i].text, &c, &d), -EINVAL);
+		EXPECT_TRUE(c == NULL);
+		EXPECT_CONTAINS(joined(&d), env_errors[i].expect);
+		rdp_config_free(c);
+		rdp_diags_done(&d);
+	}
+
+	/* bounds: name 128 bytes, value 4096 bytes, 64 entries */
+	for (int pass = 0; pass < 6; pass++) {
+		struct rdp_diags d = {};
+		struct rdp_config *c = NULL;
+		char *text;
+		int want = pass % 2 ? -EINVAL : 0;
+
+		if (pass < 2) {
+			memset(name, 'N', sizeof(name));
+			name[RDP_ENV_NAME_MAX + pass] = '\0';
+			text = rdp_asprintf(ENVRES("\"env\": {\"%s\": \"1\"}"), name);
+		} else if (pass < 4) {
+			memset(big, 'v', sizeof(big));
+			big[RDP_ENV_VALUE_MAX + pass - 2] = '\0';
+			text = rdp_asprintf(ENVRES("\"env\": {\"V\": \"%s\"}"), big);
+		} else {
+			n = (size_t)snprintf(many, sizeof(many), "{");
+			for (int k = 0; k < RDP_ENV_MAX_VARS + pass - 4; k++)
+				n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"V%d\": \"1\"",
+						      k ? ", " : "", k);
+			snprintf(many + n, sizeof(many) - n, "}");
+			text = rdp_asprintf(ENVRES("\"env\": %s"), many);
+		}
+		EXPECT_EQ(parse(text, &c, &d), want);
+		if (pass == 1)
+			EXPECT_CONTAINS(joined(&d), "c.json:1:100: error: configList[0].env.NNNN");
+		if (pass == 1)
+			EXPECT_CONTAINS(joined(&d), ": variable name too long (129 bytes, at most 128)");
+		if (pass == 3)
+			EXPECT_CONTAINS(joined(&d), "c.json:1:105: error: configList[0].env.V: value "
+						    "too long (4097 bytes, at most 4096)");
+		if (pass == 5)
+			EXPECT_CONTAINS(joined(&d), "c.json:1:99: error: configList[0].env: too many "
+						    "variables (65, at most 64)");
+		if (c && pass == 4)
+			EXPECT_EQ(c->resources[0].n_env, RDP_ENV_MAX_VARS);
+		rdp_config_free(c);
+		rdp_diags_done(&d);
+		rdp_free(text);
+	}
+}
+
+static void test_env_values(void)
+{
+	const char *text =
+		"{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 1,\n"
+		"  \"selectors\": {\"vendors\": [\"15b3\"]},\n"
+		"  \"envFromDevices\": [\"UCX_NET_DEVICES\", \"NCCL_IB_HCA\"],\n"
+		"  \"env\": {\"NCCL_IB_TC\": \"106\", \"_x\": \"\", \"NCCL_IB_ADDR_RANGE\": \"10.0.0.0/16\"}},\n"
+		" {\"resourceName\": \"b\", \"mode\": \"exclusive\", \"selectors\": {\"vendors\": [\"15b3\"]}}]}";
+	struct rdp_diags d = {};
+	struct rdp_config *c = NULL;
+	const struct rdp_resource *r0;
+
+	EXPECT_EQ(parse(text, &c, &d), 0);
+	EXPECT_EQ(d.n_warnings, 0);
+	EXPECT_CONTAINS(joined(&d), "c.json:3:3: note: configList[0].envFromDevices: "
+				    "k8s-rdma-shared-dev-plugin does not know \"envFromDevices\" and "
+				    "ignores it: there containers get no such variables");
+	EXPECT_CONTAINS(joined(&d), "c.json:4:3: note: configList[0].env: k8s-rdma-shared-dev-plugin "
+				    "does not know \"env\" and ignores it");
+	if (!c)
+		return;
+	r0 = &c->resources[0];
+	EXPECT_EQ(r0->env_from, RDP_ENV_NCCL_IB_HCA | RDP_ENV_UCX_NET_DEVICES);
+	EXPECT_EQ(r0->n_env, 3);
+	if (r0->n_env == 3) {
+		EXPECT_STREQ(r0->env[0].name, "NCCL_IB_TC");
+		EXPECT_STREQ(r0->env[0].value, "106");
+		EXPECT_EQ(r0->env[0].line, 4);
+		EXPECT_EQ(r0->env[0].col, 11);
+		EXPECT_STREQ(r0->env[1].name, "_x");
+		EXPECT_STREQ(r0->env[1].value, "");
+		EXPECT_STREQ(r0->env[2].value, "10.0.0.0/16");
+	}
+	EXPECT_EQ(c->resources[1].env_from, 0);
+	EXPECT_EQ(c->resources[1].n_env, 0);
+	EXPECT_TRUE(c->resources[1].env == NULL);
+	EXPECT_STREQ(rdp_env_from_name(RDP_ENV_NCCL_IB_HCA), "NCCL_IB_HCA");
+	EXPECT_STREQ(rdp_env_from_name(RDP_ENV_UCX_NET_DEVICES), "UCX_NET_DEVICES");
+	EXPECT_TRUE(rdp_env_from_name(4) == NULL);
+	rdp_config_free(c);
+	rdp_diags_done(&d);
+}
+
+/* Valid, with a warning: each text and the warning it gives, position included. */
+static const struct {
+	const char *text;
+	const char *expect;
+} env_warnings[] = {
+	{ ENVRES("\"env\": {\"NCCL_IB_GID_INDEX\": \"3\"}"), "c.json:1:100: warning: configList[0].env.NCCL_IB_GID_INDEX: one GID index for every HCA and every pod, fixed before the pod has an address: NCCL >= 2.21 picks the GID itself; to steer it, set NCCL_IB_ADDR_RANGE, NCCL_IB_ADDR_FAMILY or NCCL_IB_ROCE_VERSION_NUM instead" },
+	{ ENVRES("\"env\": {\"NCCL_IB_HCA\": \"mlx5_1\"}"), "c.json:1:115: warning: configList[0].env.NCCL_IB_HCA: \"mlx5_1\" without a leading '=' matches prefixes (mlx5_1 also selects mlx5_10..mlx5_19): write \"=mlx5_1\", or let \"envFromDevices\": [\"NCCL_IB_HCA\"] compute it from the devices a container gets" },
+	{ ENVRES("\"env\": {\"NCCL_IB_HCA\": \"^mlx5_1\"}"), "write \"^=mlx5_1\"" },
+	{ ENVRES("\"env\": {\"NCCL_IB_TIMOUT\": \"22\"}"), "c.json:1:100: warning: configList[0].env.NCCL_IB_TIMOUT: \"NCCL_IB_TIMOUT\" is not a variable NCCL or UCX is known to read (did you mean \"NCCL_IB_TIMEOUT\"?)" },
+	{ ENVRES("\"env\": {}"), "c.json:1:99: warning: configList[0].env: empty: it sets nothing; remove the key" },
+	/* two resources giving a container the same variable */
+	{ "{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 1, \"envFromDevices\": [\"NCCL_IB_HCA\"],\n"
+	  " \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+	  " {\"resourceName\": \"b\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]},\n"
+	  "  \"envFromDevices\": [\"NCCL_IB_HCA\"]}]}",
+	  "c.json:4:3: warning: configList[1].envFromDevices: \"NCCL_IB_HCA\" is also computed by rdma/a (line 1): a container that gets both sees one of them (kubelet keeps the first it meets); put the NICs a job uses in one resource" },
+	{ "{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 1, \"env\": {\"NCCL_IB_TC\": \"106\"},\n"
+	  " \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+	  " {\"resourceName\": \"b\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]},\n"
+	  "  \"env\": {\"NCCL_IB_TC\": \"104\"}}]}",
+	  "c.json:4:11: warning: configList[1].env.NCCL_IB_TC: \"NCCL_IB_TC\" is also set by rdma/a (line 1), to \"106\": a container that gets both sees one of them (kubelet keeps the first it meets)" },
+	{ "{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 1, \"envFromDevices\": [\"UCX_NET_DEVICES\"],\n"
+	  " \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+	  " {\"resourceName\": \"b\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]},\n"
+	  "  \"env\": {\"UCX_NET_DEVICES\": \"mlx5_0:1\"}}]}",
+	  "c.json:4:11: warning: configList[1].env.UCX_NET_DEVICES: \"UCX_NET_DEVICES\" is also computed by rdma/a (line 1)" },
+	{ "{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 1, \"env\": {\"NCCL_IB_HCA\": \"=mlx5_0\"},\n"
+	  " \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+	  " {\"resourceName\": \"b\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]},\n"
+	  "  \"envFromDevices\": [\"NCCL_IB_HCA\"]}]}",
+	  "c.json:4:3: warning: configList[1].envFromDevices: \"NCCL_IB_HCA\" is also set by rdma/a (line 1), to \"=mlx5_0\"" },
+	/* RDMA_DEVICE_<RESOURCE> of two resources */
+	{ "{\"configList\": [{\"resourceName\": \"b_c\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+	  " {\"resourceName\": \"c\", \"resourcePrefix\": \"rdma-b\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]}}]}",
+	  "c.json:2:19: warning: configList[1].resourceName: rdma-b/c and rdma/b_c (line 1) both list their devices in RDMA_DEVICE_RDMA_B_C" },
+};
+
+static void test_env_warnings(void)
+{
+	static const char *const same =
+		"{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 1, \"env\": {\"NCCL_IB_TC\": \"106\"},\n"
+		" \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+		" {\"resourceName\": \"b\", \"rdmaHcaMax\": 1, \"selectors\": {\"vendors\": [\"15b3\"]},\n"
+		"  \"env\": {\"NCCL_IB_TC\": \"106\", \"NCCL_IB_HCA\": \"=mlx5_0\", \"UCX_NET_DEVICES\": \"mlx5_0:1\"}}]}";
+	struct rdp_diags d = {};
+	struct rdp_config *c = NULL;
+
+	for (size_t i = 0; i < sizeof(env_warnings) / sizeof(env_warnings[0]); i++) {
+		EXPECT_EQ(parse(env_warnings[i].text, &c, &d), 0);
+		EXPECT_EQ(d.n_errors, 0);
+		EXPECT_EQ(d.n_warnings, 1);
+		EXPECT_CONTAINS(joined(&d), env_warnings[i].expect);
+		rdp_config_free(c);
+		c = NULL;
+		rdp_diags_done(&d);
+	}
+	/* the same value in both: no warning; a well-formed NCCL_IB_HCA: none either */
+	EXPECT_EQ(parse(same, &c, &d), 0);
+	EXPECT_EQ(d.n_warnings, 0);
+	rdp_config_free(c);
+	rdp_diags_done(&d);
+}
+
 static void test_failmalloc(void)
 {
 	size_t len;
@@ -545,6 +751,9 @@ int main(void)
 	test_valid();
 	test_values();
 	test_mode();
+	test_env_errors();
+	test_env_values();
+	test_env_warnings();
 	test_all_errors();
 	test_unquoted();
 	test_index();
