@@ -61,6 +61,61 @@ const char *rdp_env_get(const struct rdp_env *e, const char *name)
 	return NULL;
 }
 
+/* The length of the name of "NAME=value". */
+static size_t name_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+int rdp_env_merge(const struct rdp_env *parts, size_t n, struct rdp_env *ret)
+{
+	struct rdp_env e = {.omitted = n ? ~0u : 0};
+	size_t max = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		max += parts[i].n;
+		e.omitted &= parts[i].omitted;
+		e.n_traffic_devices += parts[i].n_traffic_devices;
+	}
+	e.kv = rdp_calloc(max + 1, sizeof(char *));
+	if (!e.kv)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < parts[i].n; j++) {
+			const char *kv = parts[i].kv[j];
+			size_t nl = name_len(kv), k;
+			const char *value = kv[nl] ? kv + nl + 1 : "";
+			char *joined;
+
+			for (k = 0; k < e.n; k++)
+				if (name_len(e.kv[k]) == nl && strncmp(e.kv[k], kv, nl) == 0)
+					break;
+			if (k == e.n) {
+				e.kv[e.n] = rdp_strdup(kv);
+				if (!e.kv[e.n])
+					goto nomem;
+				e.n++;
+				continue;
+			}
+			/* NCCL's exact-match '=' leads the whole list once. */
+			if (value[0] == '=' && e.kv[k][nl + 1] == '=')
+				value++;
+			joined = rdp_asprintf("%s%s%s", e.kv[k], e.kv[k][nl + 1] ? "," : "", value);
+			if (!joined)
+				goto nomem;
+			rdp_free(e.kv[k]);
+			e.kv[k] = joined;
+		}
+	rdp_env_done(ret);
+	*ret = e;
+	return 0;
+nomem:
+	rdp_env_done(&e);
+	return -ENOMEM;
+}
+
 /* True when device d has a port that carries traffic. */
 static bool has_traffic_port(const struct rdp_device *d)
 {

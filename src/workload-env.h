@@ -77,6 +77,18 @@ int rdp_env_build(const struct rdp_resource *res, const struct rdp_host *h, cons
 		  size_t n, unsigned int flags, struct rdp_env *ret);
 /* Frees the contents; e can be reused. */
 void rdp_env_done(struct rdp_env *e);
+/*
+ * The per-allocation variables of a container given several devices, from those of each
+ * device alone (parts[i]: rdp_env_build() of one device, groups RDP_ENV_GROUP_PER_ALLOCATION
+ * only): each variable's values joined with ',' in the order of parts, in the order the
+ * variables first appear, NCCL_IB_HCA's leading '=' once; omitted: what every part omitted;
+ * n_traffic_devices: the sum. Equal to rdp_env_build() over the devices at once (the unit
+ * test checks it), for callers that keep per-device variables but not the host model (an
+ * exclusive resource's Allocate). Constants do not merge: keep them out of parts. ret must
+ * be zero-initialised or done; it is replaced. Returns 0 or -ENOMEM.
+ */
+int rdp_env_merge(const struct rdp_env *parts, size_t n, struct rdp_env *ret);
+
 /* The value of name in e ("=mlx5_0:1"), NULL when absent. */
 const char *rdp_env_get(const struct rdp_env *e, const char *name);
 

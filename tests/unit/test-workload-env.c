@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "macro.h"
 #include "config.h"
 #include "device.h"
 #include "pool.h"
@@ -390,9 +391,68 @@ static void test_failmalloc(const struct rdp_host *h)
 	rdp_env_done(&e);
 }
 
+/* The env of several devices = the merge of the envs of each alone, for every sequence. */
+static void test_merge(const struct rdp_host *h)
+{
+	struct rdp_resource r = resource("rdma/x", RDP_ENV_FROM_ALL);
+	struct rdp_resource r0 = resource("rdma/x", 0);
+	/* Sequences of devices (indexes), -1 ends one: mixed, no traffic first, mlx4, all down. */
+	static const int seqs[][6] = { { 0, -1 },	   { 4, 0, -1 },	 { 0, 3, 9, 10, -1 },
+				       { 6, 4, -1 },	   { 12, 1, 4, 5, -1 }, { 11, 2, 12, 6, 0, -1 },
+				       { 4, 6, 4, -1 } };
+
+	for (size_t q = 0; q < ARRAY_SIZE(seqs); q++)
+		for (int with_from = 0; with_from < 2; with_from++) {
+			const struct rdp_resource *res = with_from ? &r : &r0;
+			struct rdp_env parts[6] = {}, merged = {}, whole = {};
+			size_t devs[6], n = 0;
+
+			for (; seqs[q][n] >= 0; n++) {
+				devs[n] = (size_t)seqs[q][n];
+				EXPECT_EQ(rdp_env_build(res, h, &devs[n], 1,
+							RDP_ENV_GROUP_PER_ALLOCATION, &parts[n]),
+					  0);
+			}
+			EXPECT_EQ(rdp_env_build(res, h, devs, n, RDP_ENV_GROUP_PER_ALLOCATION, &whole),
+				  0);
+			EXPECT_EQ(rdp_env_merge(parts, n, &merged), 0);
+			EXPECT_EQ(merged.n, whole.n);
+			for (size_t i = 0; i < merged.n && i < whole.n; i++)
+				EXPECT_STREQ(merged.kv[i], whole.kv[i]);
+			EXPECT_EQ(merged.omitted, whole.omitted);
+			EXPECT_EQ(merged.n_traffic_devices, whole.n_traffic_devices);
+			for (size_t i = 0; i < n; i++)
+				rdp_env_done(&parts[i]);
+			rdp_env_done(&merged);
+			rdp_env_done(&whole);
+		}
+	/* Allocation failures: -ENOMEM, nothing left. */
+	{
+		struct rdp_env parts[2] = {}, m = {};
+		size_t d0 = 0, d1 = 3;
+
+		EXPECT_EQ(rdp_env_build(&r, h, &d0, 1, RDP_ENV_GROUP_PER_ALLOCATION, &parts[0]), 0);
+		EXPECT_EQ(rdp_env_build(&r, h, &d1, 1, RDP_ENV_GROUP_PER_ALLOCATION, &parts[1]), 0);
+		for (unsigned long k = 1; k < 20; k++) {
+			int rr;
+
+			rdp_alloc_fail_at(k);
+			rr = rdp_env_merge(parts, 2, &m);
+			rdp_alloc_fail_at(0);
+			EXPECT_TRUE(rr == 0 || (rr == -ENOMEM && m.n == 0));
+			rdp_env_done(&m);
+		}
+		EXPECT_STREQ(rdp_env_get(&parts[1], "NCCL_IB_HCA"), "=mlx5_3:1");
+		rdp_env_done(&parts[0]);
+		rdp_env_done(&parts[1]);
+	}
+}
+
 int main(void)
 {
 	struct rdp_host *h = dgx();
+
+	test_merge(h);
 
 	test_resource_var();
 	test_build(h);
