@@ -17,8 +17,9 @@ saying 1:3, so rdma-dp still finds the devices usable (it checks that a node's n
 one sysfs names) and a container that gets them can do no harm with them.
 
 How podman sees the fixture and the spec dir. Podman 4.3.1 reads CDI specs from /etc/cdi and
-/var/run/cdi only: it vendors CDI v0.5.2 and has no containers.conf `cdi_spec_dirs` (added in
-podman 4.5; the string is not in Debian's binary) and no flag or variable for it. And an
+/var/run/cdi only: it vendors CDI v0.5.2 and has no containers.conf `cdi_spec_dirs` (later
+podman releases have one; the string is not in Debian's 4.3.1 binary) and no flag or variable
+for it. And an
 Allocate answer names host paths as kubelet sees them, /dev/infiniband/uverbs0, which this
 machine does not have. So with dev_root or cdi_dir, podman runs inside a private mount
 namespace (`unshare -m`, propagation private; nothing leaks to the host) where:
