@@ -11,7 +11,7 @@ else
 pkgs="build-essential cmake pkg-config libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev protobuf-compiler python3-grpcio python3-protobuf python3-pytest
 clang libclang-rt-14-dev
-python3-yaml python3-h2 buildah podman runc valgrind"
+python3-yaml python3-h2 buildah podman runc valgrind busybox-static"
 fi
 missing=""
 for p in $pkgs; do

@@ -22,10 +22,12 @@ from conftest import node_args
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
-KUSTOMIZATIONS = ["base", "overlays/plugin-watcher", "overlays/multi-pool", "overlays/exclusive"]
+KUSTOMIZATIONS = ["base", "overlays/plugin-watcher", "overlays/multi-pool", "overlays/exclusive",
+                  "overlays/cdi", "overlays/nccl"]
 CONFIG_FILE = "/k8s-rdma-shared-dev-plugin/config.json"
 ALLOWED_HOSTPATHS = {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry",
                      "/dev"}
+CDI_DIR = "/var/run/cdi"  # the runtimes' dynamic CDI spec dir: overlays/cdi only
 Mi = 1024 * 1024
 
 
@@ -122,7 +124,8 @@ def test_rendered_daemonset(rendered, k):
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     assert set(vols) == set(mounts)
     hostpaths = {v["hostPath"]["path"]: n for n, v in vols.items() if "hostPath" in v}
-    assert set(hostpaths) <= ALLOWED_HOSTPATHS, hostpaths
+    assert set(hostpaths) <= ALLOWED_HOSTPATHS | ({CDI_DIR} if k == "overlays/cdi" else set()), \
+        hostpaths
     # The host's whole /dev, read-only, at the --dev-root: a /dev/infiniband that devtmpfs
     # removes and re-creates (driver reload) is seen; a bind mount of the old directory is not
     # (issue 8, item 3).
@@ -135,10 +138,12 @@ def test_rendered_daemonset(rendered, k):
             assert mounts[n].get("mountPropagation", "None") == "None"
         else:
             assert mounts[n]["mountPath"] == path  # same path inside: kubelet sees our names
+            assert mounts[n].get("readOnly") is not True  # we write sockets / specs there
     assert vols["config"]["configMap"]["name"] == "rdma-devices"
     assert mounts["config"]["mountPath"] + "/config.json" == CONFIG_FILE
     assert mounts["config"]["readOnly"] is True
 
+    assert ("--use-cdi" in args) == (k == "overlays/cdi") == (CDI_DIR in hostpaths)
     if k == "overlays/plugin-watcher":
         assert registration == "plugins-registry"
         assert "/var/lib/kubelet/device-plugins" not in hostpaths
@@ -276,6 +281,81 @@ def test_exclusive_overlay_text_explains_units(run, fixtures_dir, tmp_path):
         [(a, d, n, "Healthy") for a, d, n in DGX_COMPUTE_UNITS]
 
 
+def _without(ds, arg=None, volume=None):
+    """A deep copy of a rendered DaemonSet without one arg and one volume (and its mount)."""
+    ds = json.loads(json.dumps(ds))
+    spec = ds["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    if arg is not None:
+        c["args"] = [a for a in c["args"] if a != arg]
+    if volume is not None:
+        c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != volume]
+        spec["volumes"] = [v for v in spec["volumes"] if v["name"] != volume]
+    return ds
+
+
+def test_cdi_overlay_is_base_plus_cdi(rendered):
+    """overlays/cdi adds --use-cdi and the host's /var/run/cdi read-write, and nothing more: the
+    read-only root filesystem, the dropped capabilities, the read-only /dev stay (checked for
+    every kustomization by test_rendered_daemonset)."""
+    base, cdi = rendered["base"], rendered["overlays/cdi"]
+    assert _one(cdi, "ConfigMap", "rdma-devices") == _one(base, "ConfigMap", "rdma-devices")
+    ds = _one(cdi, "DaemonSet", "rdma-dp")
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    assert c["args"].count("--use-cdi") == 1 and c["args"][-1] == "--use-cdi"
+    # the daemon's default spec dir is the one mounted
+    assert _flag(c["args"], "--cdi-spec-dir") in (None, CDI_DIR)
+    vol = [v for v in ds["spec"]["template"]["spec"]["volumes"]
+           if v.get("hostPath", {}).get("path") == CDI_DIR]
+    assert len(vol) == 1
+    assert vol[0]["hostPath"] == {"path": CDI_DIR, "type": "DirectoryOrCreate"}
+    mount = [m for m in c["volumeMounts"] if m["name"] == vol[0]["name"]]
+    assert len(mount) == 1
+    assert mount[0] == {"name": vol[0]["name"], "mountPath": CDI_DIR}  # read-write, private
+    assert _without(ds, arg="--use-cdi", volume=vol[0]["name"]) == \
+        _one(base, "DaemonSet", "rdma-dp")
+    assert len(cdi) == len(base)
+
+
+NCCL_CONFIG = DEPLOY / "overlays/nccl/config.json"
+DEVICE_VARS = ("NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "UCX_NET_DEVICES")
+
+
+def test_nccl_overlay_is_base_plus_envfromdevices(rendered):
+    """overlays/nccl: the DaemonSet of base, and base's resource with envFromDevices (and the
+    fabric's constant NCCL_IB_TIMEOUT) added, nothing else changed."""
+    nccl = rendered["overlays/nccl"]
+    assert _one(nccl, "DaemonSet", "rdma-dp") == _one(rendered["base"], "DaemonSet", "rdma-dp")
+    cm = json.loads(_one(nccl, "ConfigMap", "rdma-devices")["data"]["config.json"])
+    assert cm == json.loads(NCCL_CONFIG.read_text())
+    base = json.loads(_configmap_text(DEPLOY / "base/configmap.yaml"))
+    assert len(cm["configList"]) == len(base["configList"]) == 1
+    got = dict(cm["configList"][0])
+    assert got.pop("envFromDevices") == ["NCCL_IB_HCA", "UCX_NET_DEVICES"]
+    assert got.pop("env") == {"NCCL_IB_TIMEOUT": "22"}
+    assert dict(cm, configList=[got]) == base
+
+
+@pytest.mark.parametrize("node,devices", [
+    ("seed000", ["mlx5_0"]), ("seed001", ["mlx5_0"]),
+    ("dgx-h100", ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10",
+                  "mlx5_11"]),
+])
+def test_nccl_overlay_config(run, fixtures_dir, tmp_path, node, devices):
+    """The environment check-config says a container gets: computed from the node's pool."""
+    pools, doc = _check_config(run, fixtures_dir, NCCL_CONFIG.read_text(), node, tmp_path)
+    pool = pools["rdma/hca_shared_devices_a"]
+    assert pool["devices"] == devices and pool["units"] == 200
+    ports = ",".join("%s:1" % d for d in devices)
+    assert pool["env"]["variables"] == {
+        "RDMA_DEVICE_RDMA_HCA_SHARED_DEVICES_A": ports, "NCCL_IB_HCA": "=" + ports,
+        "UCX_NET_DEVICES": ports, "NCCL_IB_TIMEOUT": "22"}
+    # clean but for the notes that the Go plugin ignores the two keys
+    assert [d["level"] for d in doc["diagnostics"]] == ["note", "note"], doc["diagnostics"]
+    assert all("k8s-rdma-shared-dev-plugin does not know" in d["text"]
+               for d in doc["diagnostics"])
+
+
 # ---- examples ----------------------------------------------------------------------------------
 def _pod_specs(doc):
     """Every pod spec inside a workload document, with a label."""
@@ -352,20 +432,97 @@ def test_exclusive_example_is_a_guaranteed_gpu_pod(run, fixtures_dir, tmp_path):
     assert pools["rdma/compute"]["mode"] == "exclusive"
 
 
-def test_mpijob_nccl_environment():
+NCCL_EXAMPLES = ["examples/nccl-test-daemonset.yaml", "examples/nccl-two-node/mpijob.yaml"]
+
+
+def _container_env_names(c):
+    names = {e["name"] for e in c.get("env", [])}
+    assert not c.get("envFrom"), c["name"]  # no ConfigMap of hand-set variables either
+    return names
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=str)
+def test_example_sets_no_device_variable(path):
+    """No example sets an RDMA-device variable by hand (issue 10): rdma-dp computes them."""
+    for doc in yaml.safe_load_all((DEPLOY / path).read_text()):
+        for role, spec in _pod_specs(doc or {"kind": None}):
+            for c in spec.get("initContainers", []) + spec["containers"]:
+                names = _container_env_names(c)
+                bad = {n for n in names if n in DEVICE_VARS or n.startswith("RDMA_DEVICE_")}
+                assert not bad, (path, role, c["name"], bad)
+
+
+@pytest.mark.parametrize("path", NCCL_EXAMPLES)
+def test_nccl_examples_use_the_nccl_overlay(path):
+    """The NCCL examples say to deploy overlays/nccl, whose config computes the variables for
+    the resource they ask for."""
+    text = (DEPLOY / path).read_text()
+    assert "kubectl apply -k deploy/overlays/nccl" in text
+    cfg = json.loads(NCCL_CONFIG.read_text())["configList"]
+    want = EXAMPLE_RESOURCE.get(path, "rdma/hca_shared_devices_a")
+    res = [r for r in cfg if "%s/%s" % (r["resourcePrefix"], r["resourceName"]) == want]
+    assert len(res) == 1
+    assert {"NCCL_IB_HCA", "UCX_NET_DEVICES"} <= set(res[0]["envFromDevices"])
+
+
+def _mpijob():
     doc = yaml.safe_load((DEPLOY / "examples/nccl-two-node/mpijob.yaml").read_text())
     assert doc["apiVersion"] == "kubeflow.org/v2beta1"
-    specs = doc["spec"]["mpiReplicaSpecs"]
+    return doc["spec"]["mpiReplicaSpecs"]
+
+
+def test_mpijob_nccl_environment():
+    specs = _mpijob()
     assert specs["Worker"]["replicas"] == 2
     launcher = specs["Launcher"]["template"]["spec"]["containers"][0]
     env = {e["name"] for e in launcher["env"]}
-    assert {"NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"} <= env
-    for name in env:
-        assert name in launcher["args"], "%s is not passed to the ranks with -x" % name
-    assert "all_reduce_perf" in " ".join(launcher["args"])
+    assert env == {"NCCL_DEBUG", "NCCL_NET_GDR_LEVEL"}, env  # nothing about the devices
+    args = launcher["args"]
+    exported = [args[i + 1] for i, a in enumerate(args) if a == "-x"]
+    assert sorted(exported) == sorted(env), "every launcher variable passed with -x, no other"
+    # the launcher has no RDMA device: -x of a device variable would override the workers'
+    assert not {a.split("=")[0] for a in exported} & set(DEVICE_VARS + ("NCCL_IB_TIMEOUT",))
+    assert "all_reduce_perf" in " ".join(args)
+    worker = specs["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"]["rdma/hca_shared_devices_a"] == 1
     readme = (DEPLOY / "examples/nccl-two-node/README.md").read_text()
-    for var in ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "rdma-dp discover"):
-        assert var in readme
+    for var in ("NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX",
+                "rdma-dp discover", "rdma-dp check-config", "deploy/overlays/nccl", "SetEnv"):
+        assert var in readme, var
+
+
+def test_mpijob_workers_hand_their_environment_to_the_ranks(tmp_path):
+    """mpirun starts the ranks through the worker's sshd, whose sessions start with a fresh
+    environment: the worker's command writes what rdma-dp set (NCCL_*, UCX_*, RDMA_DEVICE_*)
+    into one sshd SetEnv line (sshd honours the first SetEnv only), each NAME=VALUE quoted,
+    and writes nothing when there is nothing (an empty SetEnv is fatal to sshd). Runs the
+    worker's own script with sh, sshd replaced by `exit 0`."""
+    worker = _mpijob()["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["command"] == ["/bin/sh", "-c"]
+    script = worker["args"][0]
+    conf = "/etc/ssh/sshd_config.d/rdma-env.conf"
+    assert conf in script and script.rstrip().endswith("exec /usr/sbin/sshd -De")
+    out = tmp_path / "rdma-env.conf"
+    script = script.replace(conf, str(out)).replace("exec /usr/sbin/sshd -De", "exit 0")
+    base_env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+    env = dict(base_env, NCCL_IB_HCA="=mlx5_0:1,mlx5_3:1", UCX_NET_DEVICES="mlx5_0:1,mlx5_3:1",
+               RDMA_DEVICE_RDMA_HCA_SHARED_DEVICES_A="mlx5_0:1,mlx5_3:1",
+               NCCL_IB_TIMEOUT="22", NCCL_IB_ADDR_RANGE="10.0.0.0/16 ", OTHER="x",
+               MY_NCCL_IB_HCA="no")
+    p = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    line = out.read_text()
+    assert line.endswith("\n") and line.count("\n") == 1 and line.startswith("SetEnv "), line
+    import shlex
+    got = shlex.split(line[len("SetEnv "):])
+    assert sorted(got) == sorted("%s=%s" % kv for kv in env.items()
+                                 if kv[0] not in base_env and kv[0] not in ("OTHER",
+                                                                            "MY_NCCL_IB_HCA"))
+    out.unlink()
+    p = subprocess.run(["sh", "-c", script], env=dict(base_env, OTHER="x"),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and not out.exists(), p.stderr
 
 
 # ---- docs: quoted outputs are what the binary prints -------------------------------------------
