@@ -42,8 +42,11 @@ void rdp_dp_state_done(struct rdp_dp_state *s)
 	for (size_t i = 0; s->unit_v && i < s->n_unit_v; i++) {
 		rdp_free(s->unit_v[i].specs);
 		rdp_topo_dev_done(&s->unit_v[i].place);
+		rdp_env_done(&s->unit_v[i].env);
 	}
 	rdp_free(s->unit_v);
+	rdp_env_done(&s->env_const);
+	rdp_env_done(&s->env_alloc);
 	memset(s, 0, sizeof(*s));
 	s->numa_node = -1;
 	s->rdma_cm_spec = SIZE_MAX;
@@ -70,6 +73,11 @@ static int cmp_unit(const void *a, const void *b)
 	return strcmp(((const struct rdp_dp_unit *)a)->id, ((const struct rdp_dp_unit *)b)->id);
 }
 
+static int cmp_str_sort(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int cmp_str_ptr(const void *key, const void *e)
 {
 	return strcmp(key, *(char *const *)e);
@@ -82,9 +90,15 @@ static int cmp_size(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Exclusive: one unit per usable device of the pool, its char devices found in s->specs. */
+/*
+ * One unit per usable device of the pool, its char devices found in s->specs. Shared
+ * resources use them for CDI names; exclusive ones also get each unit's place in the PCIe
+ * tree and its variables alone.
+ */
 static int build_units(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *s)
 {
+	bool exclusive = s->mode == RDP_MODE_EXCLUSIVE;
+
 	s->unit_v = rdp_calloc(s->n_usable + 1, sizeof(*s->unit_v));
 	if (!s->unit_v)
 		return -ENOMEM;
@@ -98,9 +112,13 @@ static int build_units(const struct rdp_host *h, const struct rdp_pool *p, struc
 		snprintf(u->device, sizeof(u->device), "%s", d->name);
 		u->healthy = rdp_device_is_active(d);
 		u->numa_node = d->numa_node >= 0 ? d->numa_node : -1;
-		if (rdp_topo_dev_of_device(d, &u->place) < 0)
-			return -ENOMEM;
 		s->n_unit_v++;
+		if (exclusive && rdp_topo_dev_of_device(d, &u->place) < 0)
+			return -ENOMEM;
+		if (exclusive && p->res &&
+		    rdp_env_build(p->res, h, &p->devices[i], 1, RDP_ENV_GROUP_PER_ALLOCATION,
+				  &u->env) < 0)
+			return -ENOMEM;
 		u->specs = rdp_calloc(d->n_char_devices + 1, sizeof(*u->specs));
 		if (!u->specs)
 			return -ENOMEM;
@@ -135,6 +153,37 @@ static int build_units(const struct rdp_host *h, const struct rdp_pool *p, struc
 	if (renamed)
 		qsort(s->unit_v, s->n_unit_v, sizeof(*s->unit_v), cmp_unit);
 	return 0;
+}
+
+/*
+ * The workload environment: the constants; a shared pool's per-allocation variables over
+ * its usable devices in pool order (exclusive units have theirs: build_units()).
+ */
+static int build_env(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *s)
+{
+	_cleanup_free_ size_t *idx = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!p->res || !p->res->full_name)
+		return 0;
+	r = rdp_env_build(p->res, h, NULL, 0, RDP_ENV_GROUP_CONSTANTS, &s->env_const);
+	if (r < 0)
+		return r;
+	if (s->mode == RDP_MODE_EXCLUSIVE) {
+		s->env_omitted = s->n_unit_v ? ~0u : 0;
+		for (size_t i = 0; i < s->n_unit_v; i++)
+			s->env_omitted &= s->unit_v[i].env.omitted;
+		return 0;
+	}
+	if (s->n_usable == 0)
+		return 0;
+	r = rdp_env_pool_devices(h, p, &idx, &n);
+	if (r < 0)
+		return r;
+	r = rdp_env_build(p->res, h, idx, n, RDP_ENV_GROUP_PER_ALLOCATION, &s->env_alloc);
+	s->env_omitted = s->env_alloc.omitted;
+	return r;
 }
 
 int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struct rdp_dp_state *ret)
@@ -213,9 +262,9 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struc
 	}
 	s.mode = p->res ? p->res->mode : RDP_MODE_SHARED;
 	s.healthy = s.n_active > 0;
+	if (build_units(h, p, &s) < 0 || build_env(h, p, &s) < 0)
+		goto oom;
 	if (s.mode == RDP_MODE_EXCLUSIVE) {
-		if (build_units(h, p, &s) < 0)
-			goto oom;
 		s.units = (unsigned int)s.n_unit_v;
 	} else {
 		s.units = s.n_devices > 0 ? p->res->rdma_hca_max : 0;
@@ -276,6 +325,27 @@ bool rdp_dp_state_same_specs(const struct rdp_dp_state *a, const struct rdp_dp_s
 		    (x->n_specs && memcmp(x->specs, y->specs, x->n_specs * sizeof(*x->specs))))
 			return false;
 	}
+	return true;
+}
+
+static bool same_kv(const struct rdp_env *a, const struct rdp_env *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->kv[i], b->kv[i]) != 0)
+			return false;
+	return true;
+}
+
+bool rdp_dp_state_same_env(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
+{
+	if (!same_kv(&a->env_const, &b->env_const) || !same_kv(&a->env_alloc, &b->env_alloc) ||
+	    a->n_unit_v != b->n_unit_v)
+		return false;
+	for (size_t i = 0; i < a->n_unit_v; i++)
+		if (!same_kv(&a->unit_v[i].env, &b->unit_v[i].env))
+			return false;
 	return true;
 }
 
@@ -801,13 +871,131 @@ static size_t container_specs(const struct rdp_dp_state *s, char *const *ids, si
 	return m;
 }
 
-/* Room for the spec indexes of every container of an exclusive request. */
-static size_t specs_room(const struct rdp_dp_state *s, const struct alloc_req *a)
-{
-	size_t room = a->n_containers + 1;
+static size_t specs_room(const struct rdp_dp_state *s, char *const *ids, size_t n);
 
-	for (size_t i = 0; i < a->n_ids; i++) {
-		const struct rdp_dp_unit *u = find_unit(s, a->ids[i]);
+/* One container's answer, before packing. */
+struct cont {
+	size_t *idx; /* device specs: indexes into s->specs; NULL with n_idx: all of them */
+	size_t n_idx;
+	bool all_specs;
+	struct rdp_env env; /* "K=V" copies, split at '=' when packed */
+	char **cdi; /* qualified CDI names */
+	size_t n_cdi;
+};
+
+static void cont_done(struct cont *c)
+{
+	rdp_free(c->idx);
+	rdp_env_done(&c->env);
+	for (size_t i = 0; i < c->n_cdi; i++)
+		rdp_free(c->cdi[i]);
+	rdp_free(c->cdi);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cmp_unit_ptr(const void *a, const void *b)
+{
+	const struct rdp_dp_unit *x = *(const struct rdp_dp_unit *const *)a;
+	const struct rdp_dp_unit *y = *(const struct rdp_dp_unit *const *)b;
+
+	return (x > y) - (x < y); /* unit_v is in ID order */
+}
+
+static int cmp_str_key(const void *key, const void *e)
+{
+	return strcmp(key, *(char *const *)e);
+}
+
+/* Appends copies of src's variables to dst (room made). Returns 0 or -ENOMEM. */
+static int env_append(struct rdp_env *dst, const struct rdp_env *src)
+{
+	char **v;
+
+	if (!src->n)
+		return 0;
+	v = rdp_reallocarray(dst->kv, dst->n + src->n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	dst->kv = v;
+	for (size_t i = 0; i < src->n; i++) {
+		dst->kv[dst->n] = rdp_strdup(src->kv[i]);
+		if (!dst->kv[dst->n])
+			return -ENOMEM;
+		dst->n++;
+	}
+	return 0;
+}
+
+/*
+ * Container ci's answer: its units (shared: all), CDI names when cdi names all of them, else
+ * device specs; the variables that go with either. *fallback set when cdi could not name
+ * them. Returns 0 or -ENOMEM.
+ */
+static int build_cont(const struct rdp_dp_state *s, const struct rdp_dp_cdi *cdi,
+		      char *const *ids, size_t n_ids, struct cont *c, bool *fallback)
+{
+	bool exclusive = s->mode == RDP_MODE_EXCLUSIVE;
+	size_t n = exclusive ? n_ids : s->n_unit_v;
+	_cleanup_free_ const struct rdp_dp_unit **us = rdp_calloc(n + 1, sizeof(*us));
+	_cleanup_free_ struct rdp_env *parts = NULL;
+	bool by_cdi = cdi != NULL;
+	int r = 0;
+
+	*fallback = false;
+	if (!us)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		us[i] = exclusive ? find_unit(s, ids[i]) : &s->unit_v[i];
+	/* The variables follow unit ID order, whatever order kubelet's set gave. */
+	if (exclusive && n > 1)
+		qsort(us, n, sizeof(*us), cmp_unit_ptr);
+	for (size_t i = 0; by_cdi && i < n; i++)
+		if (!us[i] || !bsearch(us[i]->id, cdi->ids, cdi->n_ids, sizeof(*cdi->ids),
+				       cmp_str_key)) {
+			by_cdi = false;
+			*fallback = true;
+		}
+	if (by_cdi) {
+		c->cdi = rdp_calloc(n + 1, sizeof(*c->cdi));
+		if (!c->cdi)
+			return -ENOMEM;
+		for (; c->n_cdi < n; c->n_cdi++)
+			if (!(c->cdi[c->n_cdi] = rdp_asprintf("%s=%s", cdi->kind, us[c->n_cdi]->id)))
+				return -ENOMEM;
+	} else if (exclusive) {
+		c->idx = rdp_calloc(specs_room(s, ids, n_ids) + 1, sizeof(*c->idx));
+		if (!c->idx)
+			return -ENOMEM;
+		c->n_idx = container_specs(s, ids, n_ids, c->idx);
+	} else {
+		c->all_specs = true;
+	}
+	if (exclusive) {
+		/* Per allocation: merged from the units' own; constants unless the spec has them. */
+		parts = rdp_calloc(n + 1, sizeof(*parts));
+		if (!parts)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			if (us[i])
+				parts[i] = us[i]->env; /* borrowed: not freed here */
+		r = rdp_env_merge(parts, n, &c->env);
+		if (r >= 0 && !by_cdi)
+			r = env_append(&c->env, &s->env_const);
+	} else if (!by_cdi) {
+		r = env_append(&c->env, &s->env_alloc);
+		if (r >= 0)
+			r = env_append(&c->env, &s->env_const);
+	}
+	return r;
+}
+
+/* Room for the spec indexes of the units of one exclusive container request. */
+static size_t specs_room(const struct rdp_dp_state *s, char *const *ids, size_t n)
+{
+	size_t room = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct rdp_dp_unit *u = find_unit(s, ids[i]);
 
 		room += u ? u->n_specs : 0;
 	}
@@ -816,65 +1004,116 @@ static size_t specs_room(const struct rdp_dp_state *s, const struct alloc_req *a
 
 /*
  * The packed AllocateResponse: per container, every char device of the state (shared), or
- * those of its units and rdma_cm (exclusive). *ret_max_specs: the most one container got.
+ * those of its units and rdma_cm (exclusive), or CDI names (cdi), and its variables.
+ * *ret_max_specs: the most device specs (or CDI names) one container got; *ret_fallback: the
+ * containers cdi could not name.
  */
-static int allocate_pack(const struct rdp_dp_state *s, const struct alloc_req *a, uint8_t **ret,
-			 size_t *ret_len, size_t *ret_max_specs)
+static int allocate_pack(const struct rdp_dp_state *s, const struct rdp_dp_cdi *cdi,
+			 const struct alloc_req *a, uint8_t **ret, size_t *ret_len,
+			 size_t *ret_max_specs, size_t *ret_fallback)
 {
 	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
-	size_t n_containers = a->n_containers, room = 0, used = 0, max_specs = 0;
-	bool units = s->mode == RDP_MODE_EXCLUSIVE;
+	size_t n_containers = a->n_containers, max_specs = 0, fallbacks = 0, n_env = 0, n_cdi = 0;
+	size_t n_sptr = 0, used_env = 0, used_cdi = 0, used_sptr = 0;
 	_cleanup_free_ V1beta1__ContainerAllocateResponse *cs = NULL;
 	_cleanup_free_ V1beta1__ContainerAllocateResponse **cptrs = NULL;
 	_cleanup_free_ V1beta1__DeviceSpec *specs = NULL;
 	_cleanup_free_ V1beta1__DeviceSpec **sptrs = NULL;
-	_cleanup_free_ size_t *idx = NULL;
+	_cleanup_free_ V1beta1__ContainerAllocateResponse__EnvsEntry *envs = NULL, **eptrs = NULL;
+	_cleanup_free_ V1beta1__CDIDevice *cdis = NULL, **dptrs = NULL;
+	struct cont *cv = rdp_calloc(n_containers + 1, sizeof(*cv));
+	int r = -ENOMEM;
 
-	if (units)
-		room = specs_room(s, a);
+	if (!cv)
+		return -ENOMEM;
+	for (size_t i = 0, off = 0; i < n_containers; i++) {
+		bool fb;
+
+		r = build_cont(s, cdi, a->ids ? a->ids + off : NULL, a->per ? a->per[i] : 0, &cv[i],
+			       &fb);
+		if (r < 0)
+			goto out;
+		fallbacks += fb;
+		off += a->per ? a->per[i] : 0;
+		n_env += cv[i].env.n;
+		n_cdi += cv[i].n_cdi;
+		n_sptr += cv[i].all_specs ? 0 : cv[i].n_idx;
+	}
+	r = -ENOMEM;
 	cs = rdp_calloc(n_containers + 1, sizeof(*cs));
 	cptrs = rdp_calloc(n_containers + 1, sizeof(*cptrs));
 	specs = rdp_calloc(s->n_specs + 1, sizeof(*specs));
-	sptrs = rdp_calloc((units ? room : s->n_specs) + 1, sizeof(*sptrs));
-	idx = units ? rdp_calloc(room + 1, sizeof(*idx)) : NULL;
-	if (!cs || !cptrs || !specs || !sptrs || (units && !idx))
-		return -ENOMEM;
-	/* The messages share the DeviceSpec objects. */
+	sptrs = rdp_calloc(s->n_specs + n_sptr + 1, sizeof(*sptrs));
+	envs = rdp_calloc(n_env + 1, sizeof(*envs));
+	eptrs = rdp_calloc(n_env + 1, sizeof(*eptrs));
+	cdis = rdp_calloc(n_cdi + 1, sizeof(*cdis));
+	dptrs = rdp_calloc(n_cdi + 1, sizeof(*dptrs));
+	if (!cs || !cptrs || !specs || !sptrs || !envs || !eptrs || !cdis || !dptrs)
+		goto out;
+	/* The messages share the DeviceSpec objects; the first n_specs pointers are all. */
 	for (size_t i = 0; i < s->n_specs; i++) {
 		v1beta1__device_spec__init(&specs[i]);
 		specs[i].container_path = s->specs[i];
 		specs[i].host_path = s->specs[i];
 		specs[i].permissions = (char *)"rwm";
-		if (!units)
-			sptrs[i] = &specs[i];
+		sptrs[i] = &specs[i];
 	}
-	for (size_t i = 0, off = 0; i < n_containers; i++) {
-		v1beta1__container_allocate_response__init(&cs[i]);
-		if (units) {
-			size_t n = container_specs(s, a->ids + off, a->per[i], idx + used);
+	used_sptr = s->n_specs;
+	for (size_t i = 0; i < n_containers; i++) {
+		struct cont *c = &cv[i];
 
-			for (size_t j = 0; j < n; j++)
-				sptrs[used + j] = &specs[idx[used + j]];
-			cs[i].n_devices = n;
-			cs[i].devices = sptrs + used;
-			used += n;
-			off += a->per[i];
-		} else {
+		v1beta1__container_allocate_response__init(&cs[i]);
+		if (c->all_specs) {
 			cs[i].n_devices = s->n_specs;
 			cs[i].devices = sptrs;
+		} else if (c->n_idx) {
+			for (size_t j = 0; j < c->n_idx; j++)
+				sptrs[used_sptr + j] = &specs[c->idx[j]];
+			cs[i].n_devices = c->n_idx;
+			cs[i].devices = sptrs + used_sptr;
+			used_sptr += c->n_idx;
 		}
-		if (cs[i].n_devices > max_specs)
-			max_specs = cs[i].n_devices;
+		for (size_t j = 0; j < c->env.n; j++) {
+			char *eq = strchr(c->env.kv[j], '=');
+
+			v1beta1__container_allocate_response__envs_entry__init(&envs[used_env + j]);
+			if (eq)
+				*eq = '\0';
+			envs[used_env + j].key = c->env.kv[j];
+			envs[used_env + j].value = eq ? eq + 1 : (char *)"";
+			eptrs[used_env + j] = &envs[used_env + j];
+		}
+		cs[i].n_envs = c->env.n;
+		cs[i].envs = c->env.n ? eptrs + used_env : NULL;
+		used_env += c->env.n;
+		for (size_t j = 0; j < c->n_cdi; j++) {
+			v1beta1__cdidevice__init(&cdis[used_cdi + j]);
+			cdis[used_cdi + j].name = c->cdi[j];
+			dptrs[used_cdi + j] = &cdis[used_cdi + j];
+		}
+		cs[i].n_cdi_devices = c->n_cdi;
+		cs[i].cdi_devices = c->n_cdi ? dptrs + used_cdi : NULL;
+		used_cdi += c->n_cdi;
+		if (cs[i].n_devices + c->n_cdi > max_specs)
+			max_specs = cs[i].n_devices + c->n_cdi;
 		cptrs[i] = &cs[i];
 	}
 	resp.n_container_responses = n_containers;
 	resp.container_responses = cptrs;
 	*ret_max_specs = max_specs;
-	return rdp_pb_pack(&resp.base, ret, ret_len);
+	if (ret_fallback)
+		*ret_fallback = fallbacks;
+	r = rdp_pb_pack(&resp.base, ret, ret_len);
+out:
+	for (size_t i = 0; i < n_containers; i++)
+		cont_done(&cv[i]);
+	rdp_free(cv);
+	return r;
 }
 
-int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
-		    size_t *ret_len, char **ret_error)
+int rdp_dp_allocate_cdi(const struct rdp_dp_state *s, const struct rdp_dp_cdi *cdi,
+			const uint8_t *req, size_t len, uint8_t **ret, size_t *ret_len,
+			char **ret_error, size_t *ret_fallback)
 {
 	struct alloc_req a = {.n_containers = 0};
 	size_t n_specs;
@@ -884,9 +1123,15 @@ int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len
 	if (r >= 0)
 		r = check_usable(s, ret_error);
 	if (r >= 0)
-		r = allocate_pack(s, &a, ret, ret_len, &n_specs);
+		r = allocate_pack(s, cdi, &a, ret, ret_len, &n_specs, ret_fallback);
 	alloc_req_done(&a);
 	return r;
+}
+
+int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
+		    size_t *ret_len, char **ret_error)
+{
+	return rdp_dp_allocate_cdi(s, NULL, req, len, ret, ret_len, ret_error, NULL);
 }
 
 struct pref_entry {
@@ -1133,6 +1378,9 @@ struct parked {
 
 struct rdp_dp_service {
 	enum rdp_resource_mode mode; /* as registered: what GetDevicePluginOptions says */
+	char *cdi_kind; /* CDI mode with a spec on disk: its kind; NULL: device specs */
+	char **cdi_ids; /* the unit IDs that spec names, sorted */
+	size_t n_cdi_ids;
 	struct rdp_dp_state state;
 	uint8_t *snap; /* packed snapshot of state, sent to every stream */
 	size_t snap_len;
@@ -1193,6 +1441,15 @@ static struct parked unpark(struct rdp_dp_service *s, size_t i)
 	return p;
 }
 
+static void cdi_clear(struct rdp_dp_service *s)
+{
+	strv_free(s->cdi_ids, s->n_cdi_ids);
+	rdp_free(s->cdi_kind);
+	s->cdi_kind = NULL;
+	s->cdi_ids = NULL;
+	s->n_cdi_ids = 0;
+}
+
 struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 {
 	if (!s)
@@ -1213,11 +1470,32 @@ struct rdp_dp_service *rdp_dp_service_free(struct rdp_dp_service *s)
 		close(s->dev_fd);
 	if (s->sys_fd >= 0)
 		close(s->sys_fd);
+	cdi_clear(s);
 	rdp_free(s->streams);
 	rdp_free(s->snap);
 	rdp_dp_state_done(&s->state);
 	rdp_free(s);
 	return NULL;
+}
+
+int rdp_dp_service_set_cdi(struct rdp_dp_service *s, const struct rdp_dp_cdi *cdi)
+{
+	cdi_clear(s);
+	if (!cdi || !cdi->kind)
+		return 0;
+	s->cdi_kind = rdp_strdup(cdi->kind);
+	s->cdi_ids = rdp_calloc(cdi->n_ids + 1, sizeof(*s->cdi_ids));
+	if (!s->cdi_kind || !s->cdi_ids)
+		goto oom;
+	for (; s->n_cdi_ids < cdi->n_ids; s->n_cdi_ids++)
+		if (!(s->cdi_ids[s->n_cdi_ids] = rdp_strdup(cdi->ids[s->n_cdi_ids])))
+			goto oom;
+	if (s->n_cdi_ids > 1)
+		qsort(s->cdi_ids, s->n_cdi_ids, sizeof(*s->cdi_ids), cmp_str_sort);
+	return 0;
+oom:
+	cdi_clear(s);
+	return -ENOMEM;
 }
 
 void rdp_dp_service_set_mode(struct rdp_dp_service *s, enum rdp_resource_mode mode)
@@ -1332,6 +1610,8 @@ int rdp_dp_service_set_state(struct rdp_dp_service *s, struct rdp_dp_state *st)
 		changed |= RDP_DP_CHANGED_SPECS;
 	if (!rdp_dp_state_same_unusable(&s->state, st))
 		changed |= RDP_DP_CHANGED_UNUSABLE;
+	if (!rdp_dp_state_same_env(&s->state, st))
+		changed |= RDP_DP_CHANGED_ENV;
 	if (!rdp_dp_state_same_snapshot(&s->state, st) || (!s->snap && st->units > 0)) {
 		uint8_t *snap;
 		size_t len;
@@ -1518,6 +1798,7 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 		.waited = waited,
 	};
 	struct msgbuf b = {.n = 0}, units = {.n = 0};
+	const struct rdp_dp_cdi cdi = {.kind = s->cdi_kind, .ids = s->cdi_ids, .n_ids = s->n_cdi_ids};
 	_cleanup_free_ uint8_t *out = NULL;
 	_cleanup_free_ char *error = NULL;
 	size_t out_len = 0;
@@ -1573,7 +1854,9 @@ static void answer_allocate(struct rdp_dp_service *s, struct rdp_grpc_call *call
 		r = mb_error(&b, &error, r);
 		goto fail;
 	}
-	r = allocate_pack(&s->state, a, &out, &out_len, &info.n_specs);
+	r = allocate_pack(&s->state, s->cdi_kind ? &cdi : NULL, a, &out, &out_len, &info.n_specs,
+			  &info.cdi_fallback);
+	info.cdi = s->cdi_kind && info.cdi_fallback < a->n_containers;
 	if (r >= 0 && a->ids) {
 		describe_units(&s->state, a->ids, a->n_ids, a->per, a->n_containers, &units);
 		info.units = units.s;

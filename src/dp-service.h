@@ -29,6 +29,7 @@
 #include "grpc.h"
 #include "pool.h"
 #include "topology.h"
+#include "workload-env.h"
 
 /* Bounds on what a peer may ask for in one request (kubelet sends one container request). */
 #define RDP_DP_MAX_CONTAINER_REQUESTS 64
@@ -54,6 +55,8 @@ struct rdp_dp_unit {
 	size_t *specs; /* its char devices: indexes into the state's specs, ascending */
 	size_t n_specs;
 	struct rdp_topo_dev place; /* where it sits in the PCIe tree (topology.h) */
+	/* Exclusive: its per-allocation variables alone (workload-env.h), merged at Allocate. */
+	struct rdp_env env;
 };
 
 /* What one resource serves; self-contained (no pointer into the host model or config). */
@@ -83,6 +86,25 @@ struct rdp_dp_state {
 	struct rdp_dp_unit *unit_v;
 	size_t n_unit_v;
 	size_t rdma_cm_spec; /* index of rdma_cm in specs; SIZE_MAX: none */
+	/*
+	 * The workload environment (workload-env.h): env_const, the resource's "env" constants;
+	 * env_alloc, shared only: the per-allocation variables over the pool's usable devices
+	 * (every container gets them all). Exclusive resources merge their units' env.
+	 */
+	struct rdp_env env_const;
+	struct rdp_env env_alloc;
+	unsigned int env_omitted; /* computed variables left out (shared: for the whole pool) */
+};
+
+/*
+ * CDI mode: the resource's kind ("rdma-dp.io/compute") and the unit IDs its spec on disk
+ * names now (sorted). Allocate then names devices ("<kind>=<id>") instead of handing out
+ * device specs, when every device of the answer is in the spec.
+ */
+struct rdp_dp_cdi {
+	const char *kind;
+	char *const *ids;
+	size_t n_ids;
 };
 
 /*
@@ -99,6 +121,8 @@ size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s);
 bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
 /* True when both hand out the same char devices (paths and expected numbers). */
 bool rdp_dp_state_same_specs(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
+/* True when containers get the same variables from both. */
+bool rdp_dp_state_same_env(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
 /* True when both have the same unusable devices for the same reasons. */
 bool rdp_dp_state_same_unusable(const struct rdp_dp_state *a, const struct rdp_dp_state *b);
 
@@ -140,6 +164,17 @@ int rdp_dp_snapshot_pack(const struct rdp_dp_state *s, uint8_t **ret, size_t *re
  */
 int rdp_dp_allocate(const struct rdp_dp_state *s, const uint8_t *req, size_t len, uint8_t **ret,
 		    size_t *ret_len, char **ret_error);
+/*
+ * The same in CDI mode (cdi NULL: device specs, as rdp_dp_allocate()). Per container: the
+ * CDI names of its devices (shared: every usable device of the pool; exclusive: its units),
+ * no device specs; envs: nothing for a shared resource (its spec carries them), the
+ * per-allocation variables for an exclusive one (its spec carries the constants). A
+ * container with a device the spec does not name gets device specs and every variable.
+ * *ret_fallback (may be NULL) counts such containers.
+ */
+int rdp_dp_allocate_cdi(const struct rdp_dp_state *s, const struct rdp_dp_cdi *cdi,
+			const uint8_t *req, size_t len, uint8_t **ret, size_t *ret_len,
+			char **ret_error, size_t *ret_fallback);
 
 /*
  * Answers a packed PreferredAllocationRequest, per container request (kubelet's semantics:
@@ -179,6 +214,8 @@ struct rdp_dp_call_info {
 	bool stream_closed; /* ... or went away */
 	size_t n_streams; /* open ListAndWatch streams after the call */
 	bool waited; /* Allocate: the answer waited for a rescan (see set_refresh) */
+	bool cdi; /* Allocate: answered with CDI names */
+	size_t cdi_fallback; /* Allocate, CDI mode: containers given device specs instead */
 	/*
 	 * Exclusive: Allocate's units ("0000:18:00.0=mlx5_0 ..."; containers apart by "; "),
 	 * GetPreferredAllocation's answer (the same form); bounded, "..." when cut. NULL else.
@@ -189,6 +226,13 @@ typedef void (*rdp_dp_call_cb)(const struct rdp_dp_call_info *info, void *userda
 
 /* Creates an empty service (0 units until a state is set). cb may be NULL. Returns 0/-ENOMEM. */
 int rdp_dp_service_new(rdp_dp_call_cb cb, void *userdata, struct rdp_dp_service **ret);
+/*
+ * CDI mode: the kind and the unit IDs the spec on disk names now (copied), after each write;
+ * cdi NULL: device specs (no spec, or it could not be written).
+ * Returns 0 or -ENOMEM (then device specs).
+ */
+int rdp_dp_service_set_cdi(struct rdp_dp_service *s, const struct rdp_dp_cdi *cdi);
+
 /*
  * The mode the resource is registered with: what GetDevicePluginOptions answers (the state's
  * mode follows with the next rdp_dp_service_set_state()). Shared until set.
@@ -204,6 +248,7 @@ enum {
 	RDP_DP_CHANGED_SNAPSHOT = 1 << 0, /* streams were sent the new snapshot */
 	RDP_DP_CHANGED_SPECS = 1 << 1, /* Allocate now hands out other char devices */
 	RDP_DP_CHANGED_UNUSABLE = 1 << 2, /* other devices are unusable, or for other reasons */
+	RDP_DP_CHANGED_ENV = 1 << 3, /* containers now get other variables */
 };
 /*
  * Takes over the contents of st (left empty) as the new state. Returns a mask of

@@ -143,7 +143,10 @@ def test_allocate_seed000(env):
     assert len(r.container_responses) == 1
     assert specs(r) == want
     cr = r.container_responses[0]
-    assert not cr.mounts and not cr.envs and not cr.annotations and not cr.cdi_devices
+    assert not cr.mounts and not cr.annotations and not cr.cdi_devices
+    # The one variable every container gets (no "env"/"envFromDevices" in the seed's config):
+    # the devices it got, with their ports.
+    assert dict(cr.envs) == {"RDMA_DEVICE_RDMA_HCA_SHARED_DEVICES_A": "mlx5_0:1"}
 
     # Several units, several containers: one response each, the same devices.
     r = c.allocate(["3", "199", "7"], ["1"])

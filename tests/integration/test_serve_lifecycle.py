@@ -212,7 +212,10 @@ def test_unplug_replug(env):
     # The dev watch may rescan between two re-plugs (or between a device's sysfs and its /dev
     # nodes coming back): the snapshot is the same with one device back as with four, so wait
     # for the state that has all of them usable.
-    d.wait_log("resource=" + res, "devices=" + ",".join(pool), "usable=4", start=m)
+    # A device counts as usable once its uverbs node is back; its umad/issm nodes may come a
+    # scan later: wait for the state that hands out every node again.
+    d.wait_log("resource=" + res, "devices=" + ",".join(pool), "usable=4",
+               "specs=%d" % len(full), start=m)
     assert [p for p, _, _ in specs(c.allocate(["0"]))] == full
     assert c.stream_error is None
 

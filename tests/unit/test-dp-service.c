@@ -263,7 +263,13 @@ static void test_allocate(const struct rdp_host *h)
 				EXPECT_STREQ(c->devices[i]->permissions, "rwm");
 			}
 			EXPECT_EQ(c->n_mounts, 0);
-			EXPECT_EQ(c->n_envs, 0);
+			/* Always: the devices the container got, every port (workload-env.h). */
+			EXPECT_EQ(c->n_envs, 1);
+			if (c->n_envs == 1) {
+				EXPECT_STREQ(c->envs[0]->key, "RDMA_DEVICE_RDMA_A");
+				EXPECT_STREQ(c->envs[0]->value, "mlx5_0:1,mlx5_1:1");
+			}
+			EXPECT_EQ(c->n_cdi_devices, 0);
 		}
 		v1beta1__allocate_response__free_unpacked(m, NULL);
 	}
@@ -448,7 +454,7 @@ static void test_service(const struct rdp_host *h)
 	EXPECT_EQ(rdp_dp_service_streams(svc), 0);
 	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
 	EXPECT_EQ(rdp_dp_service_set_state(svc, &s),
-		  RDP_DP_CHANGED_SNAPSHOT | RDP_DP_CHANGED_SPECS);
+		  RDP_DP_CHANGED_SNAPSHOT | RDP_DP_CHANGED_SPECS | RDP_DP_CHANGED_ENV);
 	EXPECT_EQ(s.n_specs, 0); /* taken over */
 	EXPECT_EQ(rdp_dp_service_state(svc)->units, 4);
 
@@ -456,11 +462,11 @@ static void test_service(const struct rdp_host *h)
 	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
 	EXPECT_EQ(rdp_dp_service_set_state(svc, &s), 0);
 
-	/* Health goes: snapshot and specs (other devices) change. */
+	/* Health goes: snapshot, specs and variables (other devices) change. */
 	p = pool_of(i1, 1);
 	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
 	EXPECT_EQ(rdp_dp_service_set_state(svc, &s),
-		  RDP_DP_CHANGED_SNAPSHOT | RDP_DP_CHANGED_SPECS);
+		  RDP_DP_CHANGED_SNAPSHOT | RDP_DP_CHANGED_SPECS | RDP_DP_CHANGED_ENV);
 	EXPECT_TRUE(!rdp_dp_service_state(svc)->healthy);
 
 	/* Other NUMA node, health back. */
@@ -634,7 +640,8 @@ static void test_usable_state(void)
 		EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
 		EXPECT_EQ(rdp_dp_service_set_state(svc, &s), RDP_DP_CHANGED_SNAPSHOT |
 								     RDP_DP_CHANGED_SPECS |
-								     RDP_DP_CHANGED_UNUSABLE);
+								     RDP_DP_CHANGED_UNUSABLE |
+								     RDP_DP_CHANGED_ENV);
 		make_unusable(&h->devices[0], RDP_UNUSABLE_UVERBS_NODE, "y");
 		EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
 		EXPECT_EQ(rdp_dp_service_set_state(svc, &s), RDP_DP_CHANGED_UNUSABLE);
