@@ -143,6 +143,14 @@ int main(int argc, char **argv)
 	printf("%s %s/%s\n", !json ? (r == 0 ? "removed" : "absent") : r == 0 ? "written" : "unchanged",
 	       outdir, file);
 	rdp_free(json);
+	for (size_t k = 0; k < spec.n_devices; k++) {
+		for (size_t j = 0; j < devs[k].n_nodes; j++)
+			free((char *)devs[k].nodes[j].host_path);
+		free((void *)devs[k].nodes);
+	}
+	free((char *)cm.host_path);
+	free(devs);
+	free(env);
 	rdp_host_free(h);
 	close(dfd);
 	return 0;
