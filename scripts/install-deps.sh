@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages the build and the tests need, and only those missing.
-#   scripts/install-deps.sh         the build and the tests (make, make check)
+#   scripts/install-deps.sh         the build and the tests (make, make check); golang-go and the
+#                                   reference CDI library (v0.5.2) build the spec validator of
+#                                   tests/tools/cdi-validate (it pulls in ~65 -dev packages)
 #   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
 #                                   the Go floor and kubelet (bench/), valgrind for callgrind
 set -eu
@@ -11,7 +13,8 @@ else
 pkgs="build-essential cmake pkg-config libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
 libjansson-dev protobuf-compiler python3-grpcio python3-protobuf python3-pytest
 clang libclang-rt-14-dev
-python3-yaml python3-h2 buildah podman runc valgrind busybox-static"
+python3-yaml python3-h2 buildah podman runc valgrind busybox-static
+golang-go golang-github-container-orchestrated-devices-container-device-interface-dev"
 fi
 missing=""
 for p in $pkgs; do
