@@ -821,11 +821,13 @@ static int daemon_setup(struct daemon *d)
 	}
 	rdp_log(RDP_LOG_INFO, "starting",
 		"version=%s config=%s sysfs=%s dev=%s kubelet_root=%s registration=%s auto=%d "
-		"resources=%zu rescan_s=%u",
+		"resources=%zu rescan_s=%u cdi=%s",
 		RDP_VERSION, rdp_log_q(o->config_file), rdp_log_q(o->sysfs_root),
 		rdp_log_q(o->dev_root), rdp_log_q(o->kubelet_root),
 		rdp_registration_mode_name(d->mode), d->auto_mode,
-		d->config->n_resources, d->config->periodic_update_interval);
+		d->config->n_resources, d->config->periodic_update_interval,
+		o->use_cdi ? rdp_log_q(o->cdi_spec_dir ? o->cdi_spec_dir : RDP_DEFAULT_CDI_SPEC_DIR)
+			   : "off");
 
 	/*
 	 * One malloc arena for both threads: the scan worker's allocations (the host model it
@@ -878,6 +880,10 @@ static int daemon_setup(struct daemon *d)
 			      &d->res);
 	if (k < 0)
 		return k;
+	/* Without the dir (logged) the resources hand out device specs: serving goes on. */
+	if (o->use_cdi)
+		(void)rdp_resources_set_cdi(d->res, o->cdi_spec_dir ? o->cdi_spec_dir
+								    : RDP_DEFAULT_CDI_SPEC_DIR);
 	k = rdp_resources_apply_config(d->res, d->config, NULL, NULL, NULL);
 	if (k < 0)
 		return k;

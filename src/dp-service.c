@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cdi.h"
 #include "deviceplugin.pb-c.h"
 #include "devnode.h"
 #include "macro.h"
@@ -287,6 +288,54 @@ size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s)
 	for (size_t i = 0; i < s->n_unit_v; i++)
 		n += s->unit_v[i].healthy;
 	return n;
+}
+
+int rdp_dp_state_cdi_render(const struct rdp_dp_state *s, const char *class, char **ret_json)
+{
+	_cleanup_free_ struct rdp_cdi_device *devs = rdp_calloc(s->n_unit_v + 1, sizeof(*devs));
+	_cleanup_free_ struct rdp_cdi_node *nodes = NULL;
+	_cleanup_free_ const char **env = NULL;
+	struct rdp_cdi_node cm = {0};
+	struct rdp_cdi_spec spec = {.class = class, .devices = devs};
+	size_t n_nodes = 0, used = 0, n_env = s->env_const.n;
+
+	if (!devs)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_unit_v; i++)
+		n_nodes += s->unit_v[i].n_specs;
+	nodes = rdp_calloc(n_nodes + 1, sizeof(*nodes));
+	if (s->mode == RDP_MODE_SHARED)
+		n_env += s->env_alloc.n;
+	env = rdp_calloc(n_env + 1, sizeof(*env));
+	if (!nodes || !env)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_unit_v; i++) {
+		const struct rdp_dp_unit *u = &s->unit_v[i];
+		struct rdp_cdi_device *d = &devs[spec.n_devices];
+
+		if (!u->n_specs)
+			continue; /* nothing to hand out: no device (CDI rejects empty edits) */
+		d->name = u->id;
+		d->nodes = nodes + used;
+		for (size_t j = 0; j < u->n_specs; j++, used++)
+			nodes[used] = (struct rdp_cdi_node){.path = s->specs[u->specs[j]],
+							    .host_path = s->specs[u->specs[j]]};
+		d->n_nodes = u->n_specs;
+		spec.n_devices++;
+	}
+	if (s->rdma_cm_spec != SIZE_MAX) {
+		cm = (struct rdp_cdi_node){.path = s->specs[s->rdma_cm_spec],
+					   .host_path = s->specs[s->rdma_cm_spec]};
+		spec.nodes = &cm;
+		spec.n_nodes = 1;
+	}
+	if (s->mode == RDP_MODE_SHARED)
+		for (size_t i = 0; i < s->env_alloc.n; i++)
+			env[spec.n_env++] = s->env_alloc.kv[i];
+	for (size_t i = 0; i < s->env_const.n; i++)
+		env[spec.n_env++] = s->env_const.kv[i];
+	spec.env = env;
+	return rdp_cdi_render(&spec, ret_json);
 }
 
 bool rdp_dp_state_same_snapshot(const struct rdp_dp_state *a, const struct rdp_dp_state *b)

@@ -115,6 +115,15 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p,
 		       struct rdp_dp_state *ret);
 /* Frees the contents; s can be reused. */
 void rdp_dp_state_done(struct rdp_dp_state *s);
+
+/*
+ * The CDI spec of what s serves (cdi.h), in class: a device per unit (its unit ID, its char
+ * devices), rdma_cm at the top level, and the variables that are the same for every
+ * container: a shared resource's all (every container gets every device), an exclusive
+ * one's constants (the rest goes in Allocate's envs). Returns 0 with *ret_json, or with
+ * NULL when there is no device (no file); -EINVAL (a rule of cdi.h broken), -ENOMEM.
+ */
+int rdp_dp_state_cdi_render(const struct rdp_dp_state *s, const char *class, char **ret_json);
 /* The units advertised Healthy. */
 size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s);
 /* True when both produce the same ListAndWatch snapshot (units, health, topology). */

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include "cdi.h"
 #include "event.h"
 #include "grpc.h"
 #include "log.h"
@@ -15,6 +17,15 @@
 
 #define SERVER_RETRY_MIN_USEC (100 * 1000ULL)
 #define SERVER_RETRY_MAX_USEC (5 * 1000 * 1000ULL)
+
+/* Where a resource's CDI spec stands (transitions: cdi_sync(), set_classes()). */
+enum res_cdi {
+	RES_CDI_OFF, /* no --use-cdi */
+	RES_CDI_NO_CLASS, /* its name gives no valid, unique CDI class: device specs */
+	RES_CDI_NONE, /* no spec on disk: none written yet, or no device to name */
+	RES_CDI_WRITTEN, /* the spec on disk names what the service serves */
+	RES_CDI_FAILED, /* the last write failed: device specs until one succeeds */
+};
 
 /* One configured resource. */
 struct res {
@@ -40,6 +51,9 @@ struct res {
 	unsigned int listen_failures; /* socket creation failures in a row */
 	bool restart_pending; /* re-create the socket at the next apply */
 	bool pool_logged; /* the first "pool" line was logged */
+	enum res_cdi cdi;
+	char cdi_class[RDP_CDI_CLASS_MAX];
+	unsigned int env_omitted_logged; /* computed variables whose omission was logged */
 	struct res *retiring_next;
 };
 
@@ -59,6 +73,8 @@ struct rdp_resources {
 	struct rdp_event_source *reap_src;
 	unsigned int kubelet_gen; /* bumped when kubelet (re)starts */
 	bool enabled; /* sockets may be created (the daemon holds the node's lock) */
+	int cdi_fd; /* the CDI spec dir; -1: device specs only */
+	char *cdi_dir;
 };
 
 static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *userdata);
@@ -114,6 +130,27 @@ static bool transition(struct res *r, enum rdp_res_event ev)
 		rdp_event_source_defer(r->set->reap_src);
 	changed(r->set);
 	return true;
+}
+
+/* Once when computed variables are left out (no port carries traffic), once when back. */
+static void log_env_omitted(struct res *r)
+{
+	unsigned int now = rdp_dp_service_state(r->dp)->env_omitted;
+	char names[64] = "";
+
+	if (now == r->env_omitted_logged)
+		return;
+	for (unsigned int bit = 1; bit && bit <= RDP_ENV_FROM_ALL; bit <<= 1)
+		if ((now ? now : r->env_omitted_logged) & bit)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? "," : "", rdp_env_from_name(bit));
+	if (now)
+		rdp_log(RDP_LOG_WARNING, "env-omitted", "resource=%s vars=%s msg=%s", r->full_name,
+			names, rdp_log_q("no port of its devices can carry traffic (ACTIVE, "
+					 "InfiniBand or Ethernet): containers get no such variable"));
+	else
+		rdp_log(RDP_LOG_INFO, "env-restored", "resource=%s vars=%s", r->full_name, names);
+	r->env_omitted_logged = now;
 }
 
 static void log_state(struct res *r, const char *event, enum rdp_log_level l)
@@ -623,6 +660,7 @@ int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, cons
 	}
 	s->event = e;
 	s->mode = mode;
+	s->cdi_fd = -1;
 	s->n_methods = server_methods(mode, s->methods);
 	if (hooks)
 		s->hooks = *hooks;
@@ -655,12 +693,157 @@ struct rdp_resources *rdp_resources_free(struct rdp_resources *s)
 		res_free(r);
 	}
 	rdp_event_source_free(s->reap_src);
+	if (s->cdi_fd >= 0)
+		close(s->cdi_fd);
+	rdp_free(s->cdi_dir);
 	rdp_free(s->sock_dir);
 	rdp_free(s->kubelet_sock);
 	rdp_free(s->dev_root);
 	rdp_free(s->sysfs_root);
 	rdp_free(s);
 	return NULL;
+}
+
+int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir)
+{
+	int fd = rdp_cdi_open_dir(dir, true);
+
+	if (fd < 0) {
+		rdp_log(RDP_LOG_ERROR, "cdi-unavailable", "dir=%s error=%s msg=%s", rdp_log_q(dir),
+			rdp_log_errno(fd),
+			rdp_log_q("cannot open the CDI spec dir: Allocate hands out device specs"));
+		return fd;
+	}
+	rdp_free(s->cdi_dir);
+	s->cdi_dir = rdp_strdup(dir);
+	if (!s->cdi_dir) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (s->cdi_fd >= 0)
+		close(s->cdi_fd);
+	s->cdi_fd = fd;
+	return 0;
+}
+
+static void on_cdi_removed(const char *name, void *userdata)
+{
+	struct rdp_resources *s = userdata;
+
+	rdp_log(RDP_LOG_INFO, "cdi-spec-removed", "dir=%s file=%s why=%s", rdp_log_q(s->cdi_dir),
+		rdp_log_q(name), "no resource of the config owns it");
+}
+
+/*
+ * CDI classes of the resources of the config (in order), unique; then the dir's specs of
+ * no such class (stale: a resource gone, or a previous run's) are removed.
+ */
+static void set_classes(struct rdp_resources *s)
+{
+	_cleanup_free_ const char **keep = NULL;
+	size_t n_keep = 0;
+	int k;
+
+	if (s->cdi_fd < 0)
+		return;
+	keep = rdp_calloc(s->n_res + 1, sizeof(*keep));
+	for (size_t i = 0; i < s->n_res; i++) {
+		struct res *r = s->res[i];
+		const char *why = NULL;
+
+		if (r->cdi != RES_CDI_OFF && r->cdi != RES_CDI_NO_CLASS) {
+			if (keep)
+				keep[n_keep++] = r->cdi_class;
+			continue; /* kept from before: the same name, the same class */
+		}
+		k = rdp_cdi_class(r->prefix, r->name, r->cdi_class, sizeof(r->cdi_class));
+		if (k < 0)
+			why = "its name gives no valid CDI class (a letter first, letters, digits, "
+			      "'_' or '-' between, a letter or digit last, at least 2 characters)";
+		for (size_t j = 0; !why && j < i; j++)
+			if (s->res[j]->cdi != RES_CDI_NO_CLASS &&
+			    strcmp(s->res[j]->cdi_class, r->cdi_class) == 0)
+				why = "another resource has the same CDI class";
+		if (why) {
+			r->cdi = RES_CDI_NO_CLASS;
+			r->cdi_class[0] = '\0';
+			rdp_log(RDP_LOG_ERROR, "cdi-no-class", "resource=%s msg=%s", r->full_name,
+				rdp_log_q(why));
+			rdp_log(RDP_LOG_WARNING, "cdi-unavailable", "resource=%s msg=%s",
+				r->full_name, rdp_log_q("Allocate hands out device specs"));
+			continue;
+		}
+		r->cdi = RES_CDI_NONE;
+		if (keep)
+			keep[n_keep++] = r->cdi_class;
+	}
+	if (!keep)
+		return; /* out of memory: no cleanup this time */
+	k = rdp_cdi_cleanup_at(s->cdi_fd, keep, n_keep, on_cdi_removed, s);
+	if (k < 0)
+		rdp_log(RDP_LOG_WARNING, "cdi-cleanup-failed", "dir=%s error=%s",
+			rdp_log_q(s->cdi_dir), rdp_log_errno(k));
+}
+
+/*
+ * Brings r's spec on disk in line with what its service serves, and tells the service which
+ * devices the spec names (Allocate names only those). A write only when the bytes change.
+ */
+static void cdi_sync(struct res *r)
+{
+	struct rdp_resources *s = r->set;
+	const struct rdp_dp_state *st = rdp_dp_service_state(r->dp);
+	_cleanup_free_ char *json = NULL, *kind = NULL;
+	_cleanup_free_ char **ids = NULL;
+	size_t n_ids = 0;
+	enum res_cdi was = r->cdi;
+	int k, written;
+
+	if (s->cdi_fd < 0 || r->cdi == RES_CDI_OFF || r->cdi == RES_CDI_NO_CLASS)
+		return;
+	k = rdp_dp_state_cdi_render(st, r->cdi_class, &json);
+	if (k >= 0)
+		k = rdp_cdi_write_at(s->cdi_fd, r->cdi_class, json);
+	written = k;
+	if (k < 0) {
+		r->cdi = RES_CDI_FAILED;
+		(void)rdp_dp_service_set_cdi(r->dp, NULL);
+		if (was != RES_CDI_FAILED)
+			rdp_log(RDP_LOG_ERROR, "cdi-spec-failed", "resource=%s dir=%s error=%s msg=%s",
+				r->full_name, rdp_log_q(s->cdi_dir), rdp_log_errno(k),
+				rdp_log_q("Allocate hands out device specs until a write succeeds"));
+		return;
+	}
+	if (!json) {
+		r->cdi = RES_CDI_NONE;
+		(void)rdp_dp_service_set_cdi(r->dp, NULL);
+		if (was == RES_CDI_WRITTEN)
+			rdp_log(RDP_LOG_INFO, "cdi-spec-removed", "resource=%s dir=%s why=%s",
+				r->full_name, rdp_log_q(s->cdi_dir), "no device to name");
+		return;
+	}
+	ids = rdp_calloc(st->n_unit_v + 1, sizeof(*ids));
+	kind = rdp_asprintf("%s/%s", RDP_CDI_VENDOR, r->cdi_class);
+	if (!ids || !kind) {
+		k = -ENOMEM;
+	} else {
+		for (size_t i = 0; i < st->n_unit_v; i++)
+			if (st->unit_v[i].n_specs)
+				ids[n_ids++] = (char *)st->unit_v[i].id;
+		k = rdp_dp_service_set_cdi(r->dp, &(struct rdp_dp_cdi){
+			.kind = kind, .ids = ids, .n_ids = n_ids});
+	}
+	if (k < 0) {
+		r->cdi = RES_CDI_FAILED;
+		rdp_log(RDP_LOG_ERROR, "cdi-spec-failed", "resource=%s error=%s", r->full_name,
+			rdp_log_errno(k));
+		return;
+	}
+	r->cdi = RES_CDI_WRITTEN;
+	if (was != RES_CDI_WRITTEN || written == 0)
+		rdp_log(RDP_LOG_INFO, "cdi-spec-written", "resource=%s kind=%s file=%s/%s%s.json "
+			"devices=%zu", r->full_name, kind, s->cdi_dir, RDP_CDI_VENDOR "-",
+			r->cdi_class, n_ids);
 }
 
 size_t rdp_resources_count(const struct rdp_resources *s)
@@ -759,6 +942,7 @@ int rdp_resources_apply_config(struct rdp_resources *s, const struct rdp_config 
 	rdp_free(old);
 	s->res = res;
 	s->n_res = c->n_resources;
+	set_classes(s);
 	if (ret_added)
 		*ret_added = added;
 	if (ret_removed)
@@ -812,6 +996,9 @@ int rdp_resources_update(struct rdp_resources *s, const struct rdp_host *h,
 				  rdp_dp_service_state(r->dp)->units == 0 ? RDP_LOG_WARNING
 									  : RDP_LOG_INFO);
 		}
+		if (mask || r->cdi == RES_CDI_NONE || r->cdi == RES_CDI_FAILED)
+			cdi_sync(r);
+		log_env_omitted(r);
 		if (mask)
 			changed(s);
 	}

@@ -66,6 +66,16 @@ int rdp_resources_new(struct rdp_event *e, enum rdp_registration_mode mode, cons
 struct rdp_resources *rdp_resources_free(struct rdp_resources *s);
 
 /*
+ * CDI mode (--use-cdi): each resource keeps its spec in dir (cdi.h; created when missing),
+ * written before its devices are named in an Allocate answer, rewritten when what it serves
+ * changes, removed when it leaves the config; at every config apply the dir's stale
+ * rdma-dp.io-*.json are removed. Specs stay when the daemon stops (containers that restart
+ * meanwhile still resolve their devices). Call before rdp_resources_apply_config(). Returns
+ * 0, or the errno of opening the dir (logged; the resources then hand out device specs).
+ */
+int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir);
+
+/*
  * Makes the set serve config c (kept by pointer until the next call): resources kept (same
  * name and prefix) keep their socket, registration and streams; new ones are created (not
  * started: call rdp_resources_start() once their state is set); removed ones close their
