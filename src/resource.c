@@ -206,16 +206,23 @@ static void on_dp_call(const struct rdp_dp_call_info *info, void *userdata)
 		return;
 	}
 	if (strcmp(info->method, "Allocate") == 0) {
+		if (info->cdi_fallback)
+			rdp_log(RDP_LOG_WARNING, "cdi-fallback",
+				"resource=%s call=%llu containers=%zu msg=%s", r->full_name,
+				(unsigned long long)info->call_id, info->cdi_fallback,
+				rdp_log_q("a device of the answer is not in the CDI spec on disk: "
+					  "device specs and every variable instead"));
 		if (info->units)
 			rdp_log(RDP_LOG_INFO, "allocated",
-				"resource=%s call=%llu containers=%zu units=%zu devices=%zu ids=%s",
+				"resource=%s call=%llu containers=%zu units=%zu devices=%zu cdi=%d "
+				"ids=%s",
 				r->full_name, (unsigned long long)info->call_id, info->n_containers,
-				info->n_ids, info->n_specs, rdp_log_q(info->units));
+				info->n_ids, info->n_specs, info->cdi, rdp_log_q(info->units));
 		else
 			rdp_log(RDP_LOG_INFO, "allocated",
-				"resource=%s call=%llu containers=%zu units=%zu devices=%zu",
+				"resource=%s call=%llu containers=%zu units=%zu devices=%zu cdi=%d",
 				r->full_name, (unsigned long long)info->call_id,
-				info->n_containers, info->n_ids, info->n_specs);
+				info->n_containers, info->n_ids, info->n_specs, info->cdi);
 		return;
 	}
 	if (info->units) {

@@ -27,3 +27,24 @@ def test_demo_runs_to_the_end():
                  "== daemon stopped with SIGTERM: exit 0, its sockets removed"):
         assert want in out, want
     assert out.count("== daemon stopped with SIGTERM: exit 0") == 2
+
+
+def test_demo_cdi_matches_the_docs():
+    """docs/cdi.md quotes scripts/demo-cdi.sh: the spec file and both Allocate answers."""
+    build = os.environ.get("RDP_BUILD")
+    if not build or not (pathlib.Path(build) / "fixtures" / "seed000" / "sys").is_dir():
+        pytest.skip("RDP_BUILD with generated fixtures not set (run through ctest/make check)")
+    p = subprocess.run(["sh", str(REPO / "scripts" / "demo-cdi.sh"), build], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    chunks, cur = [], []
+    for line in p.stdout.rstrip("\n").split("\n"):
+        if (line.startswith("$ cat") or line.startswith("# Allocate")) and cur:
+            chunks.append(cur)
+            cur = []
+        cur.append(line)
+    chunks.append(cur)
+    assert len(chunks) == 3
+    docs = (REPO / "docs" / "cdi.md").read_text()
+    for c in chunks:
+        assert "```console\n" + "\n".join(c) + "\n```" in docs, "\n".join(c)

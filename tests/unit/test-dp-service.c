@@ -1408,6 +1408,84 @@ static void test_x_shared_function(void)
 	rdp_host_free(h);
 }
 
+/* CDI answers: names for what the spec names, device specs and every variable otherwise. */
+static void test_x_cdi(struct rdp_host *h)
+{
+	struct rdp_resource rx = res_x;
+	struct rdp_env_var tc = {.name = (char *)"NCCL_IB_TC", .value = (char *)"106"};
+	size_t idx[] = {0, 1, 4};
+	struct rdp_pool p;
+	struct rdp_dp_state s = {.numa_node = -1};
+	static char id0[] = "0000:3b:00.0", id2[] = "0000:3b:00.2";
+	char *const written[] = {id0, id2};
+	const struct rdp_dp_cdi cdi = {.kind = "rdma-dp.io/x", .ids = written, .n_ids = 2};
+	static const char *const both[] = {"0000:3b:00.2", "0000:3b:00.0", NULL};
+	static const char *const other[] = {"0000:af:00.0", NULL};
+	size_t len, out_len, fallback = 9;
+	uint8_t *req = alloc_req(&len, 2, (const char *const *const[]){both, other}), *out = NULL;
+	V1beta1__AllocateResponse *m;
+	char *err = NULL, *json = NULL;
+
+	rx.env = &tc;
+	rx.n_env = 1;
+	rx.env_from = RDP_ENV_NCCL_IB_HCA;
+	for (size_t i = 0; i < ARRAY_SIZE(idx); i++) /* RoCE ports: NCCL counts them */
+		h->devices[idx[i]].ports[0].link_layer = RDP_LINK_ETHER;
+	p = (struct rdp_pool){.res = &rx, .devices = idx, .n_devices = 3, .numa_node = -1};
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(rdp_dp_allocate_cdi(&s, &cdi, req, len, &out, &out_len, &err, &fallback), 0);
+	EXPECT_EQ(fallback, 1);
+	m = v1beta1__allocate_response__unpack(NULL, out_len, out);
+	EXPECT_TRUE(m && m->n_container_responses == 2);
+	if (m && m->n_container_responses == 2) {
+		V1beta1__ContainerAllocateResponse *a = m->container_responses[0];
+		V1beta1__ContainerAllocateResponse *b = m->container_responses[1];
+
+		/* Named by CDI, in ID order; per-allocation variables only (constants: spec). */
+		EXPECT_EQ(a->n_devices, 0);
+		EXPECT_EQ(a->n_cdi_devices, 2);
+		if (a->n_cdi_devices == 2) {
+			EXPECT_STREQ(a->cdi_devices[0]->name, "rdma-dp.io/x=0000:3b:00.0");
+			EXPECT_STREQ(a->cdi_devices[1]->name, "rdma-dp.io/x=0000:3b:00.2");
+		}
+		EXPECT_EQ(a->n_envs, 2);
+		if (a->n_envs == 2) {
+			EXPECT_STREQ(a->envs[0]->key, "RDMA_DEVICE_RDMA_X");
+			EXPECT_STREQ(a->envs[0]->value, "mlx5_0:1,mlx5_1:1");
+			EXPECT_STREQ(a->envs[1]->key, "NCCL_IB_HCA");
+			EXPECT_STREQ(a->envs[1]->value, "=mlx5_0:1,mlx5_1:1");
+		}
+		/* Not in the spec on disk: device specs and every variable. */
+		EXPECT_EQ(b->n_cdi_devices, 0);
+		EXPECT_STREQ(spec_list(b), "issm4,rdma_cm,umad4,uverbs4");
+		EXPECT_EQ(b->n_envs, 3);
+		if (b->n_envs == 3)
+			EXPECT_STREQ(b->envs[2]->key, "NCCL_IB_TC");
+	}
+	if (m)
+		v1beta1__allocate_response__free_unpacked(m, NULL);
+	rdp_free(out);
+	rdp_free(req);
+
+	/* The spec: a device per unit, rdma_cm on top, the constants only (exclusive). */
+	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", &json), 0);
+	EXPECT_CONTAINS(json, "\"kind\": \"rdma-dp.io/x1\"");
+	EXPECT_CONTAINS(json, "\"name\": \"0000:af:00.0\"");
+	EXPECT_CONTAINS(json, "\"NCCL_IB_TC=106\"");
+	EXPECT_TRUE(json && !strstr(json, "NCCL_IB_HCA") && strstr(json, "/dev/infiniband/rdma_cm"));
+	rdp_free(json);
+	json = NULL;
+	/* Shared: everything is the same for every container, so all of it is in the spec. */
+	rx.mode = RDP_MODE_SHARED;
+	rx.rdma_hca_max = 2;
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", &json), 0);
+	EXPECT_CONTAINS(json, "\"RDMA_DEVICE_RDMA_X=mlx5_0:1,mlx5_1:1,mlx5_4:1\"");
+	EXPECT_CONTAINS(json, "\"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_4:1\"");
+	rdp_free(json);
+	rdp_dp_state_done(&s);
+}
+
 static void test_exclusive(void)
 {
 	test_x_shared_function();
@@ -1418,6 +1496,7 @@ static void test_exclusive(void)
 	test_x_allocate(h);
 	test_x_preferred(h);
 	test_x_changes(h);
+	test_x_cdi(h);
 	test_x_failmalloc(h);
 	rdp_host_free(h);
 }
