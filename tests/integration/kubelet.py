@@ -37,7 +37,9 @@ tests were written against):
     endpoint under a hidden root fails to dial, as with real kubelet; an empty endpoint means
     "the socket I found", which kubelet names in its own view.
 """
+import json
 import os
+import shutil
 import pathlib
 import signal
 import socket
@@ -864,3 +866,45 @@ def messages(buf):
         out.append(buf[5:5 + n])
         buf = buf[5 + n:]
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+class TestEnv:
+    """What a daemon test needs: a short temp dir (unix socket paths stay far below 107 bytes)
+    with a kubelet root, the fake kubelet started in it, a config file and daemons on fixture
+    nodes; close() stops and removes everything."""
+
+    def __init__(self, binary, fixtures, mode="kubelet-sock", prefix="rdpt"):
+        self.binary = binary
+        self.fixtures = pathlib.Path(fixtures)
+        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix=prefix))
+        self.root = self.dir / "k"
+        self.root.mkdir()
+        self.kubelet = FakeKubelet(self.root, mode=mode).start()
+        self.daemons = []
+
+    def config(self, resources, name="config.json", periodic=300):
+        """Writes {"periodicUpdateInterval": periodic, "configList": resources}."""
+        p = self.dir / name
+        p.write_text(json.dumps({"periodicUpdateInterval": periodic, "configList": resources}))
+        return p
+
+    def daemon(self, config, node, registration=None, extra=()):
+        """A daemon on a fixture node (a name under fixtures, or a node directory)."""
+        n = pathlib.Path(node) if os.sep in str(node) else self.fixtures / node
+        d = Daemon(self.binary, config=config, sysfs=n / "sys", dev=n / "dev",
+                   kubelet_root=self.root, registration=registration, verbose=True,
+                   extra=extra)
+        self.daemons.append(d)
+        return d
+
+    def close(self):
+        for d in self.daemons:
+            if d.proc.poll() is None:
+                try:
+                    d.stop(60)
+                except Exception:  # noqa: BLE001
+                    d.kill()
+        self.kubelet.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+

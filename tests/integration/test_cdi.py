@@ -19,9 +19,7 @@ import json
 import os
 import pathlib
 import signal
-import subprocess
 import sys
-import tempfile
 
 import pytest
 
@@ -52,37 +50,17 @@ def nodes_of(n):
     return ["/dev/infiniband/%s%d" % (k, n) for k in ("issm", "umad", "uverbs")]
 
 
-class Env:
+class Env(K.TestEnv):
     def __init__(self, binary, fixtures):
-        self.binary = binary
-        self.fixtures = fixtures
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdpc"))
-        self.root = self.dir / "k"
-        self.root.mkdir()
+        super().__init__(binary, fixtures, prefix="rdpc")
         self.cdi = self.dir / "cdi"
-        self.kubelet = K.FakeKubelet(self.root).start()
-        self.daemons = []
-
-    def config(self, resources):
-        p = self.dir / "config.json"
-        p.write_text(json.dumps({"periodicUpdateInterval": 300, "configList": resources}))
-        return p
 
     def daemon(self, node_dir, cdi=True, resources=CONFIG, cdi_dir=None):
         extra = ["--use-cdi", "--cdi-spec-dir", str(cdi_dir or self.cdi)] if cdi else []
-        d = K.Daemon(self.binary, config=self.config(resources), sysfs=node_dir / "sys",
-                     dev=node_dir / "dev", kubelet_root=self.root, verbose=True, extra=extra)
-        self.daemons.append(d)
-        return d
+        return super().daemon(self.config(resources), node_dir, extra=extra)
 
     def spec(self, cls):
         return json.loads((self.cdi / ("rdma-dp.io-%s.json" % cls)).read_text())
-
-    def close(self):
-        for d in self.daemons:
-            d.stop()
-        self.kubelet.stop()
-        subprocess.run(["rm", "-rf", str(self.dir)], check=False)
 
 
 @pytest.fixture

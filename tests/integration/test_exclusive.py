@@ -10,7 +10,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 import grpc
 import pytest
@@ -26,35 +25,9 @@ DGX_COMPUTE = [("0000:18:00.0", 0, "mlx5_0"), ("0000:40:00.0", 0, "mlx5_3"),
                ("0000:ce:00.0", 1, "mlx5_10"), ("0000:dc:00.0", 1, "mlx5_11")]
 
 
-class Env:
-    """A short temp kubelet root, the fake kubelet, daemons; all torn down at the end."""
-
+class Env(K.TestEnv):
     def __init__(self, binary, fixtures, mode="kubelet-sock"):
-        self.binary = binary
-        self.fixtures = fixtures
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdpx"))
-        self.root = self.dir / "k"
-        self.root.mkdir()
-        self.kubelet = K.FakeKubelet(self.root, mode=mode).start()
-        self.daemons = []
-
-    def config(self, resources, name="config.json"):
-        p = self.dir / name
-        p.write_text(json.dumps({"periodicUpdateInterval": 300, "configList": resources}))
-        return p
-
-    def daemon(self, config, node, registration=None):
-        n = self.fixtures / node
-        d = K.Daemon(self.binary, config=config, sysfs=n / "sys", dev=n / "dev",
-                     kubelet_root=self.root, registration=registration, verbose=True)
-        self.daemons.append(d)
-        return d
-
-    def close(self):
-        for d in self.daemons:
-            d.stop()
-        self.kubelet.stop()
-        subprocess.run(["rm", "-rf", str(self.dir)], check=False)
+        super().__init__(binary, fixtures, mode=mode, prefix="rdpx")
 
 
 @pytest.fixture
@@ -142,10 +115,7 @@ def test_unusable_device_is_no_unit(env, fixtures_dir):
     import sysfsgen
     sysfsgen.copy_node(fixtures_dir / "dgx-h100", node)
     (node / "dev" / "infiniband" / "uverbs2").unlink()
-    d = K.Daemon(env.binary, config=env.config([exclusive(vendors=["15b3"],
-                                                          linkTypes=["infiniband"])]),
-                 sysfs=node / "sys", dev=node / "dev", kubelet_root=env.root, verbose=True)
-    env.daemons.append(d)
+    env.daemon(env.config([exclusive(vendors=["15b3"], linkTypes=["infiniband"])]), node)
     reg = env.kubelet.wait_registered(RES, units=7, healthy=7)
     ids = [u[0] for u in units(reg.client.latest())]
     assert "0000:4f:00.0" not in ids and "0000:18:00.0" in ids

@@ -483,6 +483,26 @@ static void test_service(const struct rdp_host *h)
 	rdp_dp_state_done(&s);
 }
 
+/* What the daemon does for an Allocate: build s, its snapshot, the answer to req. */
+static int build_and_answer(const struct rdp_host *h, const struct rdp_pool *p, const uint8_t *req,
+			    size_t len, struct rdp_dp_state *s)
+{
+	uint8_t *out = NULL;
+	size_t out_len;
+	char *err = NULL;
+	int r = rdp_dp_state_build(h, p, s);
+
+	if (r == 0)
+		r = rdp_dp_snapshot_pack(s, &out, &out_len);
+	rdp_free(out);
+	out = NULL;
+	if (r == 0)
+		r = rdp_dp_allocate(s, req, len, &out, &out_len, &err);
+	rdp_free(out);
+	rdp_free(err);
+	return r;
+}
+
 /* Each allocation of a build / an answer fails in turn: -ENOMEM, nothing leaks (ASan). */
 static void test_failmalloc(const struct rdp_host *h)
 {
@@ -495,24 +515,13 @@ static void test_failmalloc(const struct rdp_host *h)
 
 	for (unsigned long n = 1; n < 200; n++) {
 		struct rdp_dp_state s = {.numa_node = -1};
-		uint8_t *out = NULL;
-		size_t out_len;
-		char *err = NULL;
 		int r;
 
 		rdp_alloc_fail_at(n);
-		r = rdp_dp_state_build(h, &p, &s);
-		if (r == 0)
-			r = rdp_dp_snapshot_pack(&s, &out, &out_len);
-		rdp_free(out);
-		out = NULL;
-		if (r == 0)
-			r = rdp_dp_allocate(&s, req, len, &out, &out_len, &err);
+		r = build_and_answer(h, &p, req, len, &s);
 		rdp_alloc_fail_at(0);
 		if (r != 0 && r != -ENOMEM && r != -EBADMSG)
 			all_ok = false;
-		rdp_free(out);
-		rdp_free(err);
 		rdp_dp_state_done(&s);
 		if (r == 0)
 			break;
@@ -1351,22 +1360,11 @@ static void test_x_failmalloc(const struct rdp_host *h)
 	for (unsigned long n = 1; n < 400 && !done; n++) {
 		struct rdp_dp_state s = {.numa_node = -1};
 		V1beta1__PreferredAllocationResponse *m = NULL;
-		uint8_t *out = NULL;
-		size_t out_len;
 		char *err = NULL;
 		int r;
 
 		rdp_alloc_fail_at(n);
-		r = rdp_dp_state_build(h, &p, &s);
-		if (r == 0)
-			r = rdp_dp_snapshot_pack(&s, &out, &out_len);
-		rdp_free(out);
-		out = NULL;
-		if (r == 0)
-			r = rdp_dp_allocate(&s, req, len, &out, &out_len, &err);
-		rdp_free(out);
-		rdp_free(err);
-		err = NULL;
+		r = build_and_answer(h, &p, req, len, &s);
 		if (r == 0)
 			r = x_preferred(&s, all, (const char *const[]){NULL}, 3, &m, &err);
 		rdp_alloc_fail_at(0);
