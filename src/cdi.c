@@ -95,6 +95,26 @@ int rdp_cdi_class(const char *prefix, const char *name, char *buf, size_t size)
 	return 0;
 }
 
+size_t rdp_cdi_classes(const char *const *prefixes, const char *const *names, size_t n,
+		       char (*ret)[RDP_CDI_CLASS_MAX], const char **why)
+{
+	size_t ok = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		why[i] = NULL;
+		if (rdp_cdi_class(prefixes[i], names[i], ret[i], RDP_CDI_CLASS_MAX) < 0)
+			why[i] = RDP_CDI_NO_VALID_CLASS;
+		for (size_t j = 0; !why[i] && j < i; j++)
+			if (!why[j] && strcmp(ret[j], ret[i]) == 0)
+				why[i] = RDP_CDI_CLASS_TAKEN;
+		if (why[i])
+			ret[i][0] = '\0';
+		else
+			ok++;
+	}
+	return ok;
+}
+
 int rdp_cdi_file_name(const char *class, char *buf, size_t size)
 {
 	int n;

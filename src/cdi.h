@@ -61,6 +61,19 @@ bool rdp_cdi_valid_device_name(const char *s);
  */
 int rdp_cdi_class(const char *prefix, const char *name, char *buf, size_t size);
 
+/*
+ * The classes of n resources (prefixes[i]/names[i], config order): ret[i] gets the class, or
+ * "" with why[i] saying why the resource gets no spec (its name gives no valid class, or an
+ * earlier resource has the same class); why[i] is NULL otherwise. The daemon and check-config
+ * both decide by it. Pure; returns how many resources got a class.
+ */
+#define RDP_CDI_NO_VALID_CLASS                                                                    \
+	"its name gives no valid CDI class (a letter first, letters, digits, '_' or '-' "         \
+	"between, a letter or digit last, at least 2 characters)"
+#define RDP_CDI_CLASS_TAKEN "an earlier resource of the config has the same CDI class"
+size_t rdp_cdi_classes(const char *const *prefixes, const char *const *names, size_t n,
+		       char (*ret)[RDP_CDI_CLASS_MAX], const char **why);
+
 /* "rdma-dp.io-<class>.json". -EINVAL for an invalid class, -ENOBUFS when buf is too small. */
 int rdp_cdi_file_name(const char *class, char *buf, size_t size);
 

@@ -747,45 +747,47 @@ static void on_cdi_removed(const char *name, void *userdata)
  */
 static void set_classes(struct rdp_resources *s)
 {
-	_cleanup_free_ const char **keep = NULL;
+	_cleanup_free_ const char **prefixes = NULL, **names = NULL, **why = NULL, **keep = NULL;
+	_cleanup_free_ char(*classes)[RDP_CDI_CLASS_MAX] = NULL;
 	size_t n_keep = 0;
 	int k;
 
 	if (s->cdi_fd < 0)
 		return;
+	prefixes = rdp_calloc(s->n_res + 1, sizeof(*prefixes));
+	names = rdp_calloc(s->n_res + 1, sizeof(*names));
+	why = rdp_calloc(s->n_res + 1, sizeof(*why));
 	keep = rdp_calloc(s->n_res + 1, sizeof(*keep));
+	classes = rdp_calloc(s->n_res + 1, sizeof(*classes));
+	if (!prefixes || !names || !why || !keep || !classes)
+		return; /* out of memory: the classes as they were, no cleanup this time */
+	for (size_t i = 0; i < s->n_res; i++) {
+		prefixes[i] = s->res[i]->prefix;
+		names[i] = s->res[i]->name;
+	}
+	rdp_cdi_classes(prefixes, names, s->n_res, classes, why);
 	for (size_t i = 0; i < s->n_res; i++) {
 		struct res *r = s->res[i];
-		const char *why = NULL;
 
-		if (r->cdi != RES_CDI_OFF && r->cdi != RES_CDI_NO_CLASS) {
-			if (keep)
-				keep[n_keep++] = r->cdi_class;
-			continue; /* kept from before: the same name, the same class */
-		}
-		k = rdp_cdi_class(r->prefix, r->name, r->cdi_class, sizeof(r->cdi_class));
-		if (k < 0)
-			why = "its name gives no valid CDI class (a letter first, letters, digits, "
-			      "'_' or '-' between, a letter or digit last, at least 2 characters)";
-		for (size_t j = 0; !why && j < i; j++)
-			if (s->res[j]->cdi != RES_CDI_NO_CLASS &&
-			    strcmp(s->res[j]->cdi_class, r->cdi_class) == 0)
-				why = "another resource has the same CDI class";
-		if (why) {
+		if (why[i]) {
+			if (r->cdi != RES_CDI_NO_CLASS) {
+				rdp_log(RDP_LOG_ERROR, "cdi-no-class", "resource=%s msg=%s",
+					r->full_name, rdp_log_q(why[i]));
+				rdp_log(RDP_LOG_WARNING, "cdi-unavailable", "resource=%s msg=%s",
+					r->full_name, rdp_log_q("Allocate hands out device specs"));
+			}
 			r->cdi = RES_CDI_NO_CLASS;
 			r->cdi_class[0] = '\0';
-			rdp_log(RDP_LOG_ERROR, "cdi-no-class", "resource=%s msg=%s", r->full_name,
-				rdp_log_q(why));
-			rdp_log(RDP_LOG_WARNING, "cdi-unavailable", "resource=%s msg=%s",
-				r->full_name, rdp_log_q("Allocate hands out device specs"));
+			(void)rdp_dp_service_set_cdi(r->dp, NULL);
 			continue;
 		}
-		r->cdi = RES_CDI_NONE;
-		if (keep)
-			keep[n_keep++] = r->cdi_class;
+		if (r->cdi == RES_CDI_OFF || r->cdi == RES_CDI_NO_CLASS ||
+		    strcmp(r->cdi_class, classes[i]) != 0) {
+			r->cdi = RES_CDI_NONE;
+			snprintf(r->cdi_class, sizeof(r->cdi_class), "%s", classes[i]);
+		}
+		keep[n_keep++] = r->cdi_class;
 	}
-	if (!keep)
-		return; /* out of memory: no cleanup this time */
 	k = rdp_cdi_cleanup_at(s->cdi_fd, keep, n_keep, on_cdi_removed, s);
 	if (k < 0)
 		rdp_log(RDP_LOG_WARNING, "cdi-cleanup-failed", "dir=%s error=%s",

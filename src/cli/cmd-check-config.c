@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "cdi.h"
 #include "cli-common.h"
 #include "cli.h"
 #include "config.h"
@@ -220,9 +221,43 @@ static void unit_numa(const struct rdp_dp_state *st, char *buf, size_t size)
 		snprintf(buf, size, "-");
 }
 
+/* What serve --use-cdi names each resource's spec (cdi.h), by the daemon's rule. */
+struct cdi_names {
+	char (*classes)[RDP_CDI_CLASS_MAX];
+	const char **why;
+};
+
+static void cdi_names_done(struct cdi_names *n)
+{
+	rdp_free(n->classes);
+	rdp_free(n->why);
+}
+
+static int cdi_names(const struct rdp_config *c, struct cdi_names *ret)
+{
+	_cleanup_free_ const char **prefixes = rdp_calloc(c->n_resources + 1, sizeof(char *));
+	_cleanup_free_ const char **names = rdp_calloc(c->n_resources + 1, sizeof(char *));
+
+	ret->classes = rdp_calloc(c->n_resources + 1, sizeof(*ret->classes));
+	ret->why = rdp_calloc(c->n_resources + 1, sizeof(*ret->why));
+	if (!prefixes || !names || !ret->classes || !ret->why) {
+		cdi_names_done(ret);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n_resources; i++) {
+		prefixes[i] = c->resources[i].prefix;
+		names[i] = c->resources[i].name;
+	}
+	rdp_cdi_classes(prefixes, names, c->n_resources, ret->classes, ret->why);
+	return 0;
+}
+
 static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 			const struct rdp_pools *pools, const struct rdp_diags *d)
 {
+	_cleanup_(cdi_names_done) struct cdi_names cdi = {0};
+
+	(void)cdi_names(c, &cdi); /* out of memory: nothing said about CDI */
 	printf("config %s: valid, %zu resource%s, periodicUpdateInterval %us%s\n", c->path,
 	       c->n_resources, c->n_resources == 1 ? "" : "s", c->periodic_update_interval,
 	       c->periodic_update_interval ? "" : " (rescans off)");
@@ -264,6 +299,10 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		}
 		if (res->mode == RDP_MODE_EXCLUSIVE)
 			text_units(h, &pools->v[i]);
+		/* Said only when serve --use-cdi could not write its spec. */
+		if (cdi.why && cdi.why[i])
+			printf("  ! with --use-cdi: no CDI spec, %s: Allocate hands out device "
+			       "specs for it\n", cdi.why[i]);
 		/* Without "env" or "envFromDevices": RDMA_DEVICE_* alone, in the JSON output. */
 		if (res->env_from || res->n_env)
 			text_env(h, &pools->v[i]);
@@ -401,7 +440,8 @@ static json_t *json_diags(const struct rdp_diags *d)
 	return a;
 }
 
-static json_t *json_resource(const struct rdp_resource *res, const struct rdp_host *h)
+static json_t *json_resource(const struct rdp_resource *res, const struct rdp_host *h,
+			     const char *cdi_class, const char *cdi_why)
 {
 	json_t *o = json_object(), *devs = json_array();
 	int r = 0;
@@ -410,6 +450,11 @@ static json_t *json_resource(const struct rdp_resource *res, const struct rdp_ho
 	r |= set(o, "prefix", json_string(res->prefix));
 	r |= set(o, "full_name", json_string(res->full_name));
 	r |= set(o, "mode", json_string(rdp_resource_mode_name(res->mode)));
+	/* serve --use-cdi: its spec's kind, or why it gets none. */
+	r |= set(o, "cdi_kind", cdi_class && *cdi_class
+					? json_sprintf("%s/%s", RDP_CDI_VENDOR, cdi_class)
+					: json_null());
+	r |= set(o, "cdi_problem", cdi_why ? json_string(cdi_why) : json_null());
 	r |= set(o, "rdma_hca_max", res->mode == RDP_MODE_EXCLUSIVE
 					    ? json_null()
 					    : json_integer(res->rdma_hca_max));
@@ -573,9 +618,12 @@ static json_t *json_pool(const struct rdp_pool *p, const struct rdp_host *h)
 static int json_report(const char *path, const struct rdp_config *c, const struct rdp_host *h,
 		       const struct rdp_pools *pools, const struct rdp_diags *d)
 {
+	_cleanup_(cdi_names_done) struct cdi_names cdi = {0};
 	json_t *o = json_object();
 	int r = 0;
 
+	if (c)
+		(void)cdi_names(c, &cdi); /* out of memory: no CDI fields */
 	r |= set(o, "config", json_string(path));
 	r |= set(o, "valid", json_boolean(c != NULL));
 	if (c) {
@@ -583,7 +631,9 @@ static int json_report(const char *path, const struct rdp_config *c, const struc
 
 		r |= set(o, "periodic_update_interval", json_integer(c->periodic_update_interval));
 		for (size_t i = 0; i < c->n_resources && h; i++)
-			r |= push(res, json_resource(&c->resources[i], h));
+			r |= push(res, json_resource(&c->resources[i], h,
+						     cdi.classes ? cdi.classes[i] : NULL,
+						     cdi.why ? cdi.why[i] : NULL));
 		r |= set(o, "resources", res);
 		for (size_t i = 0; pools && i < pools->n; i++)
 			r |= push(pl, json_pool(&pools->v[i], h));

@@ -372,3 +372,25 @@ def test_usage(run, fixtures_dir):
     p = run("check-config", "--config-file", CONFIGS / "seed000.json",
             "--sysfs-root", fixtures_dir / "nonexistent")
     assert p.returncode == 1 and "cannot read the devices" in p.stderr
+
+
+def test_cdi_kinds_as_serve_names_them(run, fixtures_dir, tmp_path):
+    """check-config tells which CDI kind serve --use-cdi gives each resource, and which get no
+    spec (a one-letter name: v0.5.2 of the CDI library panics on such a class; two resources
+    whose classes meet) and so hand out device specs."""
+    cfg = tmp_path / "c.json"
+    sel = {"vendors": ["15b3"]}
+    cfg.write_text(json.dumps({"configList": [
+        {"resourceName": "a", "rdmaHcaMax": 1, "selectors": sel},
+        {"resourceName": "x_com__y", "rdmaHcaMax": 1, "selectors": sel},
+        {"resourceName": "y", "resourcePrefix": "x.com", "rdmaHcaMax": 1, "selectors": sel},
+        {"resourceName": "compute", "mode": "exclusive", "selectors": sel}]}))
+    r = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "seed000"), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)["resources"]
+    assert [(x["cdi_kind"], x["cdi_problem"] is None) for x in res] == [
+        (None, False), ("rdma-dp.io/x_com__y", True), (None, False),
+        ("rdma-dp.io/compute", True)]
+    assert "earlier resource" in res[2]["cdi_problem"]
+    text = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "seed000")).stdout
+    assert text.count("! with --use-cdi: no CDI spec") == 2
