@@ -145,3 +145,109 @@ size_t rdp_doctor_count(const struct rdp_doctor_report *r, enum rdp_check_status
 		n += r->v[i].status == s;
 	return n;
 }
+
+int rdp_doctor_render_text(const struct rdp_doctor_report *r, FILE *f)
+{
+	size_t id_w = 0;
+	int group = -1;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (strlen(r->v[i].id) > id_w)
+			id_w = strlen(r->v[i].id);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct rdp_check *c = &r->v[i];
+
+		if ((int)c->group != group) {
+			fprintf(f, "%s%s:\n", group < 0 ? "" : "\n", rdp_check_group_name(c->group));
+			group = (int)c->group;
+		}
+		fprintf(f, "  %-4s %-*s %s%s%s", rdp_check_status_name(c->status), (int)id_w, c->id,
+			c->subject, c->subject[0] ? ": " : "", c->finding);
+		if (c->status == RDP_CHECK_WARN || c->status == RDP_CHECK_FAIL) {
+			if (c->symptom[0])
+				fprintf(f, " | symptom: %s", c->symptom);
+			if (c->fix[0])
+				fprintf(f, " | fix: %s", c->fix);
+		}
+		fputc('\n', f);
+	}
+	fprintf(f, "%sdoctor: %zu check%s: %zu fail, %zu warn, %zu skip, %zu ok\n",
+		r->n ? "\n" : "", r->n, r->n == 1 ? "" : "s", rdp_doctor_count(r, RDP_CHECK_FAIL),
+		rdp_doctor_count(r, RDP_CHECK_WARN), rdp_doctor_count(r, RDP_CHECK_SKIP),
+		rdp_doctor_count(r, RDP_CHECK_OK));
+	return ferror(f) ? -EIO : 0;
+}
+
+/* Takes v; -ENOMEM when o or v is NULL or the set fails. */
+static int set(json_t *o, const char *k, json_t *v)
+{
+	if (!o || !v) {
+		json_decref(v);
+		return -ENOMEM;
+	}
+	return json_object_set_new(o, k, v) < 0 ? -ENOMEM : 0;
+}
+
+static json_t *check_json(const struct rdp_check *c)
+{
+	json_t *o = json_object();
+	int k = 0;
+
+	k |= set(o, "id", json_string(c->id));
+	k |= set(o, "group", json_string(rdp_check_group_name(c->group)));
+	k |= set(o, "status", json_string(rdp_check_status_name(c->status)));
+	k |= set(o, "subject", json_string(c->subject));
+	k |= set(o, "finding", json_string(c->finding));
+	k |= set(o, "symptom", json_string(c->symptom));
+	k |= set(o, "fix", json_string(c->fix));
+	if (k) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *rdp_doctor_to_json(const struct rdp_doctor_report *r)
+{
+	json_t *doc = json_object(), *checks = json_array(), *sum = json_object();
+	int k = 0;
+
+	k |= set(doc, "checks", checks);
+	for (size_t i = 0; i < r->n && !k; i++) {
+		json_t *c = check_json(&r->v[i]);
+
+		if (!c || !checks || json_array_append_new(checks, c) < 0)
+			k = -ENOMEM;
+	}
+	k |= set(sum, "checks", json_integer((json_int_t)r->n));
+	for (int s = RDP_CHECK_FAIL; s >= RDP_CHECK_OK; s--)
+		k |= set(sum, rdp_check_status_name(s),
+			 json_integer((json_int_t)rdp_doctor_count(r, s)));
+	k |= set(doc, "summary", sum);
+	if (k) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+int rdp_doctor_render_json(const struct rdp_doctor_report *r, FILE *f)
+{
+	json_t *doc = rdp_doctor_to_json(r);
+	char *s;
+
+	if (!doc)
+		return -ENOMEM;
+	s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (!s)
+		return -ENOMEM;
+	fprintf(f, "%s\n", s);
+	free(s); /* jansson's allocator: malloc */
+	return ferror(f) ? -EIO : 0;
+}
+
+int rdp_doctor_exit_status(const struct rdp_doctor_report *r)
+{
+	return rdp_doctor_count(r, RDP_CHECK_FAIL) ? 1 : 0;
+}

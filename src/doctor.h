@@ -18,7 +18,10 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+#include <jansson.h>
 
 #include "config.h"
 #include "device.h"
@@ -83,6 +86,33 @@ void rdp_doctor_report_done(struct rdp_doctor_report *r);
 /* Sorts by group (enum order), then fail, warn, skip, ok, then the order of adding. */
 void rdp_doctor_order(struct rdp_doctor_report *r);
 size_t rdp_doctor_count(const struct rdp_doctor_report *r, enum rdp_check_status s);
+
+/*
+ * The report as text, in the report's order (call rdp_doctor_order() first): a header line
+ * per group ("stack:"), then one line per result,
+ *   "  <status> <id> <subject>: <finding>"
+ * the status padded to 4 and the ID to the longest ID of the report, ": " and the subject
+ * left out for a node-wide result (subject ""); a warn or fail result goes on with
+ *   " | symptom: <symptom>" (when there is one) " | fix: <fix>" (when there is one)
+ * on the same line. A blank line, then the summary line
+ *   "doctor: N checks: F fail, W warn, S skip, O ok"
+ * Returns 0, or -EIO when f fails.
+ */
+int rdp_doctor_render_text(const struct rdp_doctor_report *r, FILE *f);
+/*
+ * The report as a JSON document:
+ *   {"checks": [{"id": "port.state", "group": "ports", "status": "fail", "subject": "...",
+ *                "finding": "...", "symptom": "...", "fix": "..."}, ...],
+ *    "summary": {"checks": N, "fail": F, "warn": W, "skip": S, "ok": O}}
+ * checks in the report's order, every key always present (strings, "" when none).
+ * NULL when out of memory.
+ */
+json_t *rdp_doctor_to_json(const struct rdp_doctor_report *r);
+/* rdp_doctor_to_json() printed (indent 2, keys in that order, a final newline): 0, -ENOMEM,
+ * -EIO. */
+int rdp_doctor_render_json(const struct rdp_doctor_report *r, FILE *f);
+/* The exit status of `rdma-dp doctor`: 1 when a result is fail, else 0. */
+int rdp_doctor_exit_status(const struct rdp_doctor_report *r);
 
 /* What every group reads. Pointers may be NULL where said. */
 struct rdp_doctor_ctx {

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma-dp doctor: every cause the troubleshooting sections hunt for by hand, named by one
+ * command (doctor.h). On the node it reads the same roots as the other commands (discovery
+ * with every GID slot, as `discover`; the PCIe topology, as `topo`; the config and its pools,
+ * as `check-config`; the daemon's status and sockets, as `health`) and runs the node groups
+ * (stack, plugin, ports, pcie, placement, gpudirect, congestion); with --pod (inside the
+ * workload container) or --pid N (a process of the workload seen from a debug container
+ * sharing its process namespace) it runs the pod group alone. The report is ordered so that
+ * the first `fail` is the first thing to fix; -o json carries the same results.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli-common.h"
+#include "cli.h"
+#include "config.h"
+#include "daemon.h"
+#include "diag.h"
+#include "discovery.h"
+#include "doctor.h"
+#include "macro.h"
+#include "pool.h"
+#include "sysfs.h"
+#include "topology.h"
+
+static const char *const cmd = "doctor";
+
+#define DOCTOR_DEFAULT_PROC_ROOT "/proc"
+#define DOCTOR_DEFAULT_INTERVAL_MS 1000
+#define DOCTOR_MAX_INTERVAL_MS 60000
+
+static void help(void)
+{
+	printf("Usage: rdma-dp doctor [OPTIONS]\n"
+	       "\n"
+	       "Check what stands between a pod and NCCL over RDMA, one line per check: its ID,\n"
+	       "ok/skip/warn/fail, the finding (device and value), and for warn and fail the\n"
+	       "symptom it explains (in NCCL's words) and the fix. Grouped in the order fixes\n"
+	       "follow (stack, plugin, ports, pcie, placement, gpudirect, congestion), failures\n"
+	       "first, so the first fail is the first thing to fix. A check that cannot run says\n"
+	       "skip and why.\n"
+	       "\n"
+	       "On the node (default): the node groups. Inside a workload container (--pod), or\n"
+	       "from a debug container sharing its process namespace (--pid N): the pod group\n"
+	       "(devices, memlock, /dev/shm, NCCL variables) alone.\n"
+	       "\n"
+	       "Options:\n"
+	       "  -c, --config-file FILE      the plugin's config (default %s,\n"
+	       "                              read when it exists)\n"
+	       "      --sysfs-root DIR        read sysfs below DIR (default %s)\n"
+	       "      --dev-root DIR          look for device nodes below DIR (default %s)\n"
+	       "      --proc-root DIR         read procfs below DIR (default %s)\n"
+	       "      --kubelet-root-dir DIR  kubelet's root directory, for the daemon's status\n"
+	       "                              and sockets (default %s)\n"
+	       "      --interval MS           time between the two samples of the loss counters\n"
+	       "                              (default %d; 0: one sample, the counters skip)\n"
+	       "      --pod                   check this container (run inside the workload pod)\n"
+	       "      --pid N                 check the container of process N (under the proc\n"
+	       "                              root)\n"
+	       "  -o, --output FMT            text (default) or json\n"
+	       "  -h, --help                  show this help\n"
+	       "      --version               show the version\n"
+	       "\n"
+	       "Exit status: 0 when no check fails, 1 when one does (or the node cannot be read),\n"
+	       "2 on a usage error.\n",
+	       RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT,
+	       DOCTOR_DEFAULT_PROC_ROOT, RDP_DEFAULT_KUBELET_ROOT, DOCTOR_DEFAULT_INTERVAL_MS);
+}
+
+static int parse_uint(const char *opt, const char *arg, unsigned long min, unsigned long max,
+		      unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || arg[0] == '+' || v < min || v > max) {
+		fprintf(stderr, "rdma-dp %s: %s: '%s' is not a number from %lu to %lu\n", cmd, opt,
+			arg, min, max);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+typedef int (*group_fn)(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r);
+
+static const group_fn node_groups[] = {
+	rdp_doctor_stack,     rdp_doctor_plugin,   rdp_doctor_ports,      rdp_doctor_pcie,
+	rdp_doctor_placement, rdp_doctor_gpudirect, rdp_doctor_congestion,
+};
+
+int cmd_doctor(int argc, char **argv)
+{
+	enum {
+		OPT_SYSFS = 0x100,
+		OPT_DEV,
+		OPT_PROC,
+		OPT_KUBELET,
+		OPT_INTERVAL,
+		OPT_POD,
+		OPT_PID,
+		OPT_VERSION
+	};
+	static const struct option opts[] = {
+		{"config-file", required_argument, NULL, 'c'},
+		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
+		{"dev-root", required_argument, NULL, OPT_DEV},
+		{"proc-root", required_argument, NULL, OPT_PROC},
+		{"kubelet-root-dir", required_argument, NULL, OPT_KUBELET},
+		{"interval", required_argument, NULL, OPT_INTERVAL},
+		{"pod", no_argument, NULL, OPT_POD},
+		{"pid", required_argument, NULL, OPT_PID},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{},
+	};
+	const char *config_file = NULL, *sysfs = RDP_DEFAULT_SYSFS_ROOT;
+	const char *dev = RDP_DEFAULT_DEV_ROOT, *proc = DOCTOR_DEFAULT_PROC_ROOT;
+	const char *kubelet = RDP_DEFAULT_KUBELET_ROOT;
+	bool proc_given = false, pod = false;
+	unsigned long interval = DOCTOR_DEFAULT_INTERVAL_MS, pid = 0;
+	enum cli_output output = CLI_OUTPUT_TABLE;
+	struct rdp_doctor_report report = {};
+	struct rdp_doctor_ctx ctx = {.sys_fd = -1, .dev_fd = -1, .proc_fd = -1};
+	_cleanup_close_ int sys_fd = -1, dev_fd = -1, proc_fd = -1;
+	struct rdp_diags diags = {};
+	struct rdp_config *config = NULL;
+	struct rdp_pools *pools = NULL;
+	struct rdp_host *h = NULL;
+	struct rdp_topo *topo = NULL;
+	int opt, k, ret = 1;
+
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, ":c:o:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config_file = optarg;
+			break;
+		case OPT_SYSFS:
+			sysfs = optarg;
+			break;
+		case OPT_DEV:
+			dev = optarg;
+			break;
+		case OPT_PROC:
+			proc = optarg;
+			proc_given = true;
+			break;
+		case OPT_KUBELET:
+			kubelet = optarg;
+			break;
+		case OPT_INTERVAL:
+			if (parse_uint("--interval", optarg, 0, DOCTOR_MAX_INTERVAL_MS, &interval) <
+			    0)
+				return 2;
+			break;
+		case OPT_POD:
+			pod = true;
+			break;
+		case OPT_PID:
+			if (parse_uint("--pid", optarg, 1, 0x7fffffff, &pid) < 0)
+				return 2;
+			break;
+		case 'o':
+			if (strcmp(optarg, "text") == 0)
+				output = CLI_OUTPUT_TABLE;
+			else if (strcmp(optarg, "table") == 0 ||
+				 cli_parse_output(cmd, optarg, &output) < 0) {
+				if (strcmp(optarg, "table") == 0)
+					fprintf(stderr,
+						"rdma-dp %s: invalid output format 'table' (expected "
+						"'text' or 'json')\n",
+						cmd);
+				return 2;
+			}
+			break;
+		case 'h':
+			help();
+			return 0;
+		case OPT_VERSION:
+			cli_print_version();
+			return 0;
+		default:
+			return cli_option_error(cmd, argv, opt);
+		}
+	}
+	if (cli_no_operands(cmd, argc, argv))
+		return 2;
+	if (pod && pid) {
+		fprintf(stderr, "rdma-dp %s: --pod and --pid exclude each other (see 'rdma-dp %s "
+				"--help')\n",
+			cmd, cmd);
+		return 2;
+	}
+	if (!*kubelet || (config_file && !*config_file)) {
+		fprintf(stderr, "rdma-dp %s: %s: empty path\n", cmd,
+			!*kubelet ? "--kubelet-root-dir" : "--config-file");
+		return 2;
+	}
+
+	if (cli_open_roots(cmd, sysfs, dev, &sys_fd, &dev_fd) < 0)
+		return 1;
+	k = *proc ? rdp_sysfs_open_root(proc, &proc_fd) : -EINVAL;
+	if (k < 0 && (proc_given || pod || pid)) {
+		fprintf(stderr, "rdma-dp %s: cannot open proc root '%s': %s\n", cmd, proc,
+			*proc ? strerror(-k) : "empty path");
+		return 1;
+	}
+
+	k = rdp_discover_at(sys_fd, dev_fd, &h);
+	if (k < 0) {
+		fprintf(stderr, "rdma-dp %s: cannot read the devices under '%s' and '%s': %s\n", cmd,
+			sysfs, dev, strerror(-k));
+		goto out;
+	}
+	k = rdp_topo_read_at(sys_fd, h, &topo);
+	if (k == -ENOMEM)
+		goto oom;
+	if (k < 0)
+		topo = NULL; /* the groups that need it skip */
+
+	/* The config: when given, or when the default file exists (never in a pod). */
+	if (!pod && !pid) {
+		struct stat st;
+
+		if (!config_file && stat(RDP_DEFAULT_CONFIG_FILE, &st) == 0)
+			config_file = RDP_DEFAULT_CONFIG_FILE;
+		if (config_file) {
+			k = rdp_config_load_file(config_file, &config, &diags);
+			if (k == -ENOMEM)
+				goto oom;
+			if (config) {
+				k = rdp_pools_build(config, h, &pools, &diags);
+				if (k < 0)
+					goto oom;
+			}
+		}
+	}
+
+	ctx = (struct rdp_doctor_ctx){
+		.sys_fd = sys_fd,
+		.dev_fd = dev_fd,
+		.proc_fd = proc_fd,
+		.sysfs_root = sysfs,
+		.dev_root = dev,
+		.proc_root = proc_fd >= 0 ? proc : NULL,
+		.kubelet_root = kubelet,
+		.host = h,
+		.topo = topo,
+		.config = config,
+		.config_path = config_file,
+		.config_diags = config_file ? &diags : NULL,
+		.pools = pools,
+		.interval_ms = (unsigned int)interval,
+		.pid = (pid_t)pid,
+	};
+	if (pod || pid) {
+		k = rdp_doctor_pod(&ctx, &report);
+	} else {
+		k = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(node_groups) && k >= 0; i++)
+			k = node_groups[i](&ctx, &report);
+	}
+	if (k == -ENOMEM)
+		goto oom;
+	if (k < 0) {
+		fprintf(stderr, "rdma-dp %s: %s\n", cmd, strerror(-k));
+		goto out;
+	}
+	rdp_doctor_order(&report);
+	k = output == CLI_OUTPUT_JSON ? rdp_doctor_render_json(&report, stdout)
+				      : rdp_doctor_render_text(&report, stdout);
+	if (k == -ENOMEM)
+		goto oom;
+	if (k < 0 || fflush(stdout) != 0) {
+		fprintf(stderr, "rdma-dp %s: writing output: %s\n", cmd, strerror(errno));
+		goto out;
+	}
+	ret = rdp_doctor_exit_status(&report);
+	goto out;
+oom:
+	fprintf(stderr, "rdma-dp %s: out of memory\n", cmd);
+out:
+	rdp_doctor_report_done(&report);
+	rdp_topo_free(topo);
+	rdp_pools_free(pools);
+	rdp_config_free(config);
+	rdp_diags_done(&diags);
+	rdp_host_free(h);
+	return ret;
+}
