@@ -276,17 +276,38 @@ static int check_link_layer(const struct rdp_doctor_ctx *c, size_t di, const str
 
 /* ---- port.rate ---- */
 
-/* The best rate among the ACTIVE ports with d's device ID and p's link layer; 0 none. */
-static unsigned long best_rate(const struct rdp_host *h, const struct rdp_device *d,
+/*
+ * A RoCE LAG device (mlx5_bond_0): one of its netdevs is a bonding master. Its port's rate
+ * is the bond's (2 x 100 Gb/s gives 200), so it is compared with other LAG devices only.
+ */
+static bool is_lag(int sys, const struct rdp_device *d)
+{
+	char path[RDP_SYSFS_PATH_MAX];
+
+	for (size_t i = 0; i < d->n_netdevs; i++) {
+		snprintf(path, sizeof(path), "class/net/%s/bonding", d->netdevs[i]);
+		if (rdp_sysfs_exists(sys, path))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The best rate among the ACTIVE ports with d's vendor and device ID, p's link layer, and d's
+ * LAG-ness; 0 none.
+ */
+static unsigned long best_rate(int sys, const struct rdp_host *h, const struct rdp_device *d,
 			       const struct rdp_port *p, const char **ret_rate,
 			       const struct rdp_device **ret_dev, unsigned int *ret_port)
 {
+	bool lag = is_lag(sys, d);
 	unsigned long best = 0;
 
 	for (size_t i = 0; i < h->n_devices; i++) {
 		const struct rdp_device *o = &h->devices[i];
 
-		if (strcmp(o->device_id, d->device_id) != 0 || strcmp(o->vendor, d->vendor) != 0)
+		if (strcmp(o->device_id, d->device_id) != 0 || strcmp(o->vendor, d->vendor) != 0 ||
+		    is_lag(sys, o) != lag)
 			continue;
 		for (size_t k = 0; k < o->n_ports; k++) {
 			const struct rdp_port *q = &o->ports[k];
@@ -321,7 +342,7 @@ static int check_rate(const struct rdp_doctor_ctx *c, const struct rdp_device *d
 	if (rdp_parse_rate(p->rate, &rt) < 0)
 		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.rate", RDP_CHECK_SKIP, subj, NULL,
 				      NULL, "rate unreadable (\"%s\")", p->rate);
-	best = best_rate(c->host, d, p, &brate, &bd, &bport);
+	best = best_rate(c->sys_fd, c->host, d, p, &brate, &bd, &bport);
 	if (rt.mbps >= best)
 		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.rate", RDP_CHECK_OK, subj, NULL, NULL,
 				      "%s, the best of the node's %s:%s %s ports", p->rate,
@@ -369,12 +390,20 @@ static int check_roce_gid(const struct rdp_doctor_ctx *c, const struct rdp_devic
 				      p->num);
 	if (g->v1_index >= 0) {
 		fmt_ipv4(g->v1_gid, ip);
-		snprintf(fix, sizeof(fix),
-			 "enable RoCE v2 on the NIC (mlx5: `devlink dev param set pci/%s name "
-			 "enable_roce value true cmode driverinit`, firmware ROCE_MODE); meanwhile "
-			 "NCCL_IB_ROCE_VERSION_NUM=1 with NCCL_IB_GID_INDEX=%d uses the v1 GID on one "
-			 "L2 segment only",
-			 d->pci_address[0] ? d->pci_address : d->name, g->v1_index);
+		if (strncmp(d->driver, "mlx4", 4) == 0)
+			snprintf(fix, sizeof(fix),
+				 "ConnectX-3 Pro: load mlx4_core with roce_mode=2 (ConnectX-3 has "
+				 "RoCE v1 only); otherwise NCCL_IB_ROCE_VERSION_NUM=1 with "
+				 "NCCL_IB_GID_INDEX=%d uses the v1 GID, on one L2 segment only",
+				 g->v1_index);
+		else
+			snprintf(fix, sizeof(fix),
+				 "enable RoCE v2 on the NIC (its firmware's RoCE mode, e.g. mlxconfig "
+				 "-d %s; check `cat /sys/class/infiniband/%s/ports/%u/gid_attrs/types/*`); "
+				 "meanwhile NCCL_IB_ROCE_VERSION_NUM=1 with NCCL_IB_GID_INDEX=%d uses the "
+				 "v1 GID, on one L2 segment only",
+				 d->pci_address[0] ? d->pci_address : d->name, d->name, p->num,
+				 g->v1_index);
 		return rdp_doctor_add(
 			r, RDP_GROUP_PORTS, "port.roce_gid", RDP_CHECK_FAIL, subj,
 			"NCCL looks for a RoCE v2 IPv4 GID (NCCL_IB_ROCE_VERSION_NUM=2, "
