@@ -15,9 +15,7 @@
 				      "not implemented yet");                                      \
 	}
 
-PENDING(rdp_doctor_ports, RDP_GROUP_PORTS, "port.state")
 PENDING(rdp_doctor_pcie, RDP_GROUP_PCIE, "pcie.link")
 PENDING(rdp_doctor_placement, RDP_GROUP_PLACEMENT, "placement.gpu_nic")
 PENDING(rdp_doctor_gpudirect, RDP_GROUP_GPUDIRECT, "gpudirect.peermem")
-PENDING(rdp_doctor_congestion, RDP_GROUP_CONGESTION, "counters.loss")
 PENDING(rdp_doctor_pod, RDP_GROUP_POD, "pod.devices")
