@@ -316,10 +316,11 @@ static int check_acs(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 						   usp, gg);
 			} else {
 				snprintf(fix, sizeof(fix),
-					 "Disable ACS on the ports of the switch below %s: in the "
-					 "BIOS (PCIe ACS off), or at every boot for each bridge below "
-					 "it: `setpci -s <bdf> ECAP_ACS+0x6.w=0000` (as root).",
-					 fns[i].td->chain[0]);
+					 "Disable ACS on the PCIe switch ports below root port %s "
+					 "(switch %s): in the BIOS (PCIe ACS off), or at every boot for "
+					 "each of those bridges: `setpci -s <bdf> ECAP_ACS+0x6.w=0000` "
+					 "(as root).",
+					 fns[i].td->chain[0], usp);
 				e = rdp_doctor_add(
 					r, RDP_GROUP_GPUDIRECT, "gpudirect.acs", RDP_CHECK_FAIL,
 					subject,

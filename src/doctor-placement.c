@@ -24,6 +24,7 @@
 
 #define ID "placement.gpu_nic"
 #define NAMES_MAX 512
+#define NAMES_SHOWN 4 /* NICs named at the best level; beyond, "and N more" */
 
 static enum rdp_topo_level min_level(enum rdp_topo_level a, enum rdp_topo_level b)
 {
@@ -35,22 +36,24 @@ static bool nic_active(const struct rdp_host *h, const struct rdp_topo_dev *n)
 	return h && n->host_index < h->n_devices && rdp_device_is_active(&h->devices[n->host_index]);
 }
 
+static bool counts(const struct rdp_host *h, const struct rdp_topo_dev *n, bool active_only)
+{
+	return n->kind == RDP_TOPO_NIC && (!active_only || nic_active(h, n));
+}
+
 /* The best level from g over the NICs (only the active ones when active_only), and the
- * names of those at it ("mlx5_0 (0000:18:00.0), ...") into names. */
+ * names of the first NAMES_SHOWN at it ("mlx5_0 (0000:18:00.0), ... and 3 more") into
+ * names. */
 static enum rdp_topo_level best(const struct rdp_topo *t, const struct rdp_host *h,
 				const struct rdp_topo_dev *g, bool active_only, char *names,
 				size_t size)
 {
 	enum rdp_topo_level lv = RDP_TOPO_NONE;
-	size_t len = 0;
+	size_t len = 0, at = 0;
 
-	for (size_t k = 0; k < t->n_devs; k++) {
-		const struct rdp_topo_dev *n = &t->devs[k];
-
-		if (n->kind != RDP_TOPO_NIC || (active_only && !nic_active(h, n)))
-			continue;
-		lv = min_level(lv, rdp_topo_level(g, n));
-	}
+	for (size_t k = 0; k < t->n_devs; k++)
+		if (counts(h, &t->devs[k], active_only))
+			lv = min_level(lv, rdp_topo_level(g, &t->devs[k]));
 	names[0] = '\0';
 	if (lv == RDP_TOPO_NONE)
 		return lv;
@@ -58,14 +61,15 @@ static enum rdp_topo_level best(const struct rdp_topo *t, const struct rdp_host 
 		const struct rdp_topo_dev *n = &t->devs[k];
 		int w;
 
-		if (n->kind != RDP_TOPO_NIC || (active_only && !nic_active(h, n)) ||
-		    rdp_topo_level(g, n) != lv || len >= size - 1)
+		if (!counts(h, n, active_only) || rdp_topo_level(g, n) != lv || at++ >= NAMES_SHOWN)
 			continue;
 		w = snprintf(names + len, size - len, "%s%s (%s)", len ? ", " : "", n->name,
 			     n->pci_address);
 		if (w > 0)
 			len = len + (size_t)w < size - 1 ? len + (size_t)w : size - 1;
 	}
+	if (at > NAMES_SHOWN && len < size - 1)
+		snprintf(names + len, size - len, " and %zu more", at - NAMES_SHOWN);
 	return lv;
 }
 
