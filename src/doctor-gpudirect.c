@@ -73,7 +73,8 @@ static int check_peermem(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 
 	if (!c->topo)
 		return rdp_doctor_add(r, RDP_GROUP_GPUDIRECT, "gpudirect.peermem", RDP_CHECK_SKIP,
-				      "", NULL, NULL, "no PCIe topology model was read: GPUs unknown");
+				      "", NULL, NULL,
+				      "no PCIe topology model was read: GPUs unknown");
 	if (c->topo->n_gpus == 0)
 		return rdp_doctor_add(r, RDP_GROUP_GPUDIRECT, "gpudirect.peermem", RDP_CHECK_SKIP,
 				      "", NULL, NULL,
@@ -101,7 +102,8 @@ static int check_peermem(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 			snprintf(kern, sizeof(kern), "kernel %s (%s 5.12)", rel,
 				 kernel_ok ? ">=" : "<");
 		}
-		if (rdp_sysfs_read_attr(c->proc_fd, "driver/nvidia/version", drv, sizeof(drv)) < 0) {
+		if (rdp_sysfs_read_attr(c->proc_fd, "driver/nvidia/version", drv, sizeof(drv)) <
+		    0) {
 			snprintf(mod, sizeof(mod),
 				 "NVIDIA kernel module unknown (driver/nvidia/version unreadable)");
 		} else {
@@ -126,8 +128,7 @@ static int check_peermem(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 			  "NCCL_DMABUF_ENABLE=1.",
 		"no nvidia_peermem (module/nvidia_peermem/version) nor legacy nv_peer_mem "
 		"(kernel/mm/memory_peers/nv_mem{,_nc}/version); DMA-BUF: %s, %s%s",
-		kern, mod,
-		kernel_ok && open_ok ? ": DMA-BUF possible" : "");
+		kern, mod, kernel_ok && open_ok ? ": DMA-BUF possible" : "");
 }
 
 /* The PCI functions the gpudirect checks look at: GPUs, then the NICs' functions. */
@@ -157,8 +158,8 @@ static size_t list_functions(const struct rdp_doctor_ctx *c, struct pci_fn *v, s
 			dup = strcmp(v[i].bdf, bdf) == 0;
 		if (dup)
 			continue;
-		v[n++] = (struct pci_fn){.bdf = bdf, .name = td->name, .td = td,
-					 .gpu = td->kind == RDP_TOPO_GPU};
+		v[n++] = (struct pci_fn){
+			.bdf = bdf, .name = td->name, .td = td, .gpu = td->kind == RDP_TOPO_GPU};
 	}
 	return n;
 }
@@ -183,8 +184,8 @@ static int have_groups(int sys_fd, size_t *ret_n)
 }
 
 enum { T_DMA, T_DMA_FQ, T_IDENTITY, T_UNMANAGED, T_BLOCKED, T_OTHER, T_UNREADABLE, T_MAX };
-static const char *const type_names[T_MAX] = {"DMA",     "DMA-FQ",  "identity",  "unmanaged",
-					       "blocked", "other", "unreadable"};
+static const char *const type_names[T_MAX] = {"DMA",	 "DMA-FQ", "identity",	"unmanaged",
+					      "blocked", "other",  "unreadable"};
 
 static void count_type(int sys_fd, const char *group, size_t counts[T_MAX])
 {
@@ -242,12 +243,15 @@ static int check_iommu(const struct rdp_doctor_ctx *c, struct rdp_doctor_report 
 			"Boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on iommu=pt) so "
 			"host-owned devices use identity mapping; keep translation only where its "
 			"isolation is wanted.",
-			"IOMMU in translated mode: %s of %s (%zu groups on the node)", summary,
-			n_counted ? "the GPUs' and NICs' groups" : "all groups", n_groups);
-	return rdp_doctor_add(r, RDP_GROUP_GPUDIRECT, "gpudirect.iommu", RDP_CHECK_OK, "", NULL,
-			      NULL, "IOMMU without translation for DMA: %s of %s (%zu groups)",
-			      summary, n_counted ? "the GPUs' and NICs' groups" : "all groups",
-			      n_groups);
+			"IOMMU in translated mode: %s (%s; %zu groups on the node)", summary,
+			n_counted ? "the groups of the GPU and NIC functions" : "all groups",
+			n_groups);
+	return rdp_doctor_add(
+		r, RDP_GROUP_GPUDIRECT, "gpudirect.iommu", RDP_CHECK_OK, "", NULL, NULL,
+		"IOMMU without translation for DMA: %s (%s; %zu groups on the "
+		"node)",
+		summary, n_counted ? "the groups of the GPU and NIC functions" : "all groups",
+		n_groups);
 }
 
 /* Entries two chains share from the root port down (0 for different roots). */
@@ -277,7 +281,8 @@ static int check_acs(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 				      e < 0 ? strerror(-e) : "no IOMMU");
 	if (!c->topo || c->topo->n_gpus == 0)
 		return rdp_doctor_add(r, RDP_GROUP_GPUDIRECT, "gpudirect.acs", RDP_CHECK_SKIP, "",
-				      NULL, NULL, "no GPU on this node: GPUDirect RDMA does not apply");
+				      NULL, NULL,
+				      "no GPU on this node: GPUDirect RDMA does not apply");
 	for (size_t i = 0; i < n_fns; i++) {
 		if (!fns[i].gpu)
 			continue;
@@ -291,7 +296,8 @@ static int check_acs(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 			if (fns[k].gpu)
 				continue;
 			p = common_prefix(fns[i].td, fns[k].td);
-			/* chain[0] is the root port; sharing chain[1] means one switch above both */
+			/* chain[0] is the root port; sharing chain[1] means one switch above both
+			 */
 			if (p < 2 || p >= fns[i].td->n_chain || p >= fns[k].td->n_chain)
 				continue;
 			usp = fns[i].td->chain[1];
@@ -309,30 +315,37 @@ static int check_acs(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 						   eg < 0 ? fns[i].bdf : fns[k].bdf,
 						   strerror(eg < 0 ? -eg : -en));
 			} else if (strcmp(gg, gn) == 0) {
-				e = rdp_doctor_add(r, RDP_GROUP_GPUDIRECT, "gpudirect.acs",
-						   RDP_CHECK_OK, subject, NULL, NULL,
-						   "both below switch port %s in IOMMU group %s: no ACS "
-						   "redirect between them",
-						   usp, gg);
+				e = rdp_doctor_add(
+					r, RDP_GROUP_GPUDIRECT, "gpudirect.acs", RDP_CHECK_OK,
+					subject, NULL, NULL,
+					"both below switch port %s in IOMMU group %s: no ACS "
+					"redirect between them",
+					usp, gg);
 			} else {
 				snprintf(fix, sizeof(fix),
 					 "Disable ACS on the PCIe switch ports below root port %s "
-					 "(switch %s): in the BIOS (PCIe ACS off), or at every boot for "
-					 "each of those bridges: `setpci -s <bdf> ECAP_ACS+0x6.w=0000` "
+					 "(switch %s): in the BIOS (PCIe ACS off), or at every "
+					 "boot for "
+					 "each of those bridges: `setpci -s <bdf> "
+					 "ECAP_ACS+0x6.w=0000` "
 					 "(as root).",
 					 fns[i].td->chain[0], usp);
-				e = rdp_doctor_add(
-					r, RDP_GROUP_GPUDIRECT, "gpudirect.acs", RDP_CHECK_FAIL,
-					subject,
-					"ACS redirects their peer-to-peer traffic to the root complex: "
-					"GPUDirect RDMA fails or crawls, NCCL reports \"Got completion "
-					"from peer ... with status=4\" (IBV_WC_LOC_PROT_ERR, vendor err "
-					"81) with its hint that ACS is enabled which would break GPU "
-					"Direct RDMA, or hangs.",
-					fix,
-					"%s in IOMMU group %s, %s in group %s, both below switch port "
-					"%s: the switch's ports have ACS on",
-					fns[i].bdf, gg, fns[k].bdf, gn, usp);
+				e = rdp_doctor_add(r, RDP_GROUP_GPUDIRECT, "gpudirect.acs",
+						   RDP_CHECK_FAIL, subject,
+						   "ACS redirects their peer-to-peer traffic to "
+						   "the root complex: "
+						   "GPUDirect RDMA fails or crawls, NCCL reports "
+						   "\"Got completion "
+						   "from peer ... with status=4\" "
+						   "(IBV_WC_LOC_PROT_ERR, vendor err "
+						   "81) with its hint that ACS is enabled which "
+						   "would break GPU "
+						   "Direct RDMA, or hangs.",
+						   fix,
+						   "%s in IOMMU group %s, %s in group %s, both "
+						   "below switch port "
+						   "%s: the switch's ports have ACS on",
+						   fns[i].bdf, gg, fns[k].bdf, gn, usp);
 			}
 			if (e < 0)
 				return e;

@@ -53,7 +53,8 @@ static int degraded_above(int sys_fd, const struct rdp_topo_dev *td, struct rdp_
 	for (size_t k = td->n_chain - 2; k-- > 0;) {
 		struct rdp_pcie_link l;
 
-		if (rdp_pcie_link_read(sys_fd, td->chain[k], &l) == 0 && rdp_pcie_link_degraded(&l)) {
+		if (rdp_pcie_link_read(sys_fd, td->chain[k], &l) == 0 &&
+		    rdp_pcie_link_degraded(&l)) {
 			*ret = l;
 			return (int)k;
 		}
@@ -84,11 +85,12 @@ static int check_one(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 	rdp_pcie_link_str(l.cur_speed, l.cur_width, cur, sizeof(cur));
 	rdp_pcie_link_str(l.max_speed, l.max_width, max, sizeof(max));
 	if (!l.cur_speed && !l.cur_width)
-		return rdp_doctor_add(r, RDP_GROUP_PCIE, ID, RDP_CHECK_SKIP, subject, NULL, NULL,
-				      "%s: link status not reported (current %s, max %s): an SR-IOV "
-				      "VF shows none, its PF's link is the one that counts and it "
-				      "is not visible here%s",
-				      bdf, cur, max, vf_note);
+		return rdp_doctor_add(
+			r, RDP_GROUP_PCIE, ID, RDP_CHECK_SKIP, subject, NULL, NULL,
+			"%s: link status not reported (current %s, max %s): an SR-IOV "
+			"VF shows none, its PF's link is the one that counts and it "
+			"is not visible here%s",
+			bdf, cur, max, vf_note);
 	if (port_rate && *port_rate)
 		snprintf(rate, sizeof(rate), "; port rate %s", port_rate);
 	if (rdp_pcie_link_degraded(&l)) {
@@ -99,13 +101,18 @@ static int check_one(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 		if (gpu)
 			return rdp_doctor_add(
 				r, RDP_GROUP_PCIE, ID, RDP_CHECK_WARN, subject,
-				"GPUs lower their PCIe link when idle to save power, so this may be "
+				"GPUs lower their PCIe link when idle to save power, so this may "
+				"be "
 				"nothing; if it stays low under load it caps GPUDirect RDMA and "
 				"host<->GPU copies.",
-				"Re-run rdma-dp doctor while the GPU is busy (or watch `nvidia-smi -q "
-				"-d PCI`: Link Gen/Width Current against Max under load); if it stays "
-				"low, reseat the GPU or its baseboard and check the BIOS PCIe speed.",
-				"%s: PCIe link %s, capable of %s (about %u of %u Gb/s); an idle GPU "
+				"Re-run rdma-dp doctor while the GPU is busy (or watch `nvidia-smi "
+				"-q "
+				"-d PCI`: Link Gen/Width Current against Max under load); if it "
+				"stays "
+				"low, reseat the GPU or its baseboard and check the BIOS PCIe "
+				"speed.",
+				"%s: PCIe link %s, capable of %s (about %u of %u Gb/s); an idle "
+				"GPU "
 				"trains down, a busy one should not",
 				bdf, cur, max, have, could);
 		snprintf(fix, sizeof(fix),
@@ -114,7 +121,8 @@ static int check_one(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 			 "LnkCap.",
 			 max, bdf);
 		return rdp_doctor_add(r, RDP_GROUP_PCIE, ID, RDP_CHECK_FAIL, subject, nic_symptom,
-				      fix, "%s: PCIe link %s, capable of %s (about %u of %u Gb/s)%s%s",
+				      fix,
+				      "%s: PCIe link %s, capable of %s (about %u of %u Gb/s)%s%s",
 				      bdf, cur, max, have, could, rate, vf_note);
 	}
 	k = degraded_above(c->sys_fd, td, &up);
@@ -129,11 +137,13 @@ static int check_one(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r
 			 td->chain[k], td->chain[k]);
 		return rdp_doctor_add(
 			r, RDP_GROUP_PCIE, ID, gpu ? RDP_CHECK_WARN : RDP_CHECK_FAIL, subject,
-			gpu ? "A link above the GPU runs below its maximum: it caps GPUDirect RDMA and "
+			gpu ? "A link above the GPU runs below its maximum: it caps GPUDirect RDMA "
+			      "and "
 			      "host<->GPU copies of every device below it."
 			    : nic_symptom,
-			fix, "%s: its own link %s as capable, but the link at %s above it runs %s of %s "
-			     "(about %u of %u Gb/s)%s%s",
+			fix,
+			"%s: its own link %s as capable, but the link at %s above it runs %s of %s "
+			"(about %u of %u Gb/s)%s%s",
 			bdf, cur, td->chain[k], ucur, umax,
 			rdp_pcie_gbps(up.cur_speed ? up.cur_speed : up.max_speed,
 				      up.cur_width ? up.cur_width : up.max_width),
@@ -183,7 +193,8 @@ int rdp_doctor_pcie(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r)
 		if (d->is_vf && d->pf_pci_address[0]) {
 			snprintf(subject, sizeof(subject), "%s (VF %s, PF %s)", d->name,
 				 d->pci_address, fn);
-			snprintf(note, sizeof(note), " (the link of its PF: a VF has none of its own)");
+			snprintf(note, sizeof(note),
+				 " (the link of its PF: a VF has none of its own)");
 		} else {
 			snprintf(subject, sizeof(subject), "%s (%s)", d->name, fn);
 		}

@@ -33,7 +33,8 @@ static enum rdp_topo_level min_level(enum rdp_topo_level a, enum rdp_topo_level 
 
 static bool nic_active(const struct rdp_host *h, const struct rdp_topo_dev *n)
 {
-	return h && n->host_index < h->n_devices && rdp_device_is_active(&h->devices[n->host_index]);
+	return h && n->host_index < h->n_devices &&
+	       rdp_device_is_active(&h->devices[n->host_index]);
 }
 
 static bool counts(const struct rdp_host *h, const struct rdp_topo_dev *n, bool active_only)
@@ -122,11 +123,14 @@ int rdp_doctor_placement(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 		if (lv == RDP_TOPO_NONE) {
 			e = rdp_doctor_add(
 				r, RDP_GROUP_PLACEMENT, ID, RDP_CHECK_FAIL, subject,
-				"No RDMA NIC has a PCIe path to this GPU: NCCL finds no IB/RoCE device "
+				"No RDMA NIC has a PCIe path to this GPU: NCCL finds no IB/RoCE "
+				"device "
 				"for it (\"NET/IB : No device found.\") and uses sockets.",
-				"Fix the stack and ports findings first (a NIC missing or down), or "
+				"Fix the stack and ports findings first (a NIC missing or down), "
+				"or "
 				"give the node a NIC on the GPU's PCIe switch.",
-				"%s: no NIC with a PCI function (%zu RDMA device(s), none in the PCIe "
+				"%s: no NIC with a PCI function (%zu RDMA device(s), none in the "
+				"PCIe "
 				"tree)%s",
 				g->pci_address, n_nics, note);
 			if (e < 0)
@@ -142,7 +146,8 @@ int rdp_doctor_placement(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 		case RDP_TOPO_PHB:
 			s = RDP_CHECK_WARN;
 			fix = "Give the pod a NIC under the GPU's PCIe switch if the node has one; "
-			      "otherwise try NCCL_NET_GDR_LEVEL=PHB and measure (peer-to-peer through "
+			      "otherwise try NCCL_NET_GDR_LEVEL=PHB and measure (peer-to-peer "
+			      "through "
 			      "the CPU's host bridge is fast on some CPUs, slow on others).";
 			break;
 		default:

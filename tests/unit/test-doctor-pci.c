@@ -33,12 +33,23 @@ static void test_parse_speed(void)
 		int ret;
 		unsigned int v;
 	} cases[] = {
-		{"16.0 GT/s PCIe", 0, 160}, {"32.0 GT/s PCIe", 0, 320}, {"2.5 GT/s PCIe", 0, 25},
-		{"8 GT/s", 0, 80},	    {"5 GT/s", 0, 50},		{"2.5 GT/s", 0, 25},
-		{"64.0 GT/s PCIe", 0, 640}, {"Unknown", 0, 0},		{"", -EINVAL, 0},
-		{"GT/s", -EINVAL, 0},	    {"16.0 GT/s PCIe ", -EINVAL, 0},
-		{"133 MHz PCI-X", -EINVAL, 0}, {"16. GT/s", -EINVAL, 0}, {"0 GT/s", -EINVAL, 0},
-		{"99999 GT/s", -EINVAL, 0},   {"-8 GT/s", -EINVAL, 0},	 {"16.0GT/s", -EINVAL, 0},
+		{"16.0 GT/s PCIe", 0, 160},
+		{"32.0 GT/s PCIe", 0, 320},
+		{"2.5 GT/s PCIe", 0, 25},
+		{"8 GT/s", 0, 80},
+		{"5 GT/s", 0, 50},
+		{"2.5 GT/s", 0, 25},
+		{"64.0 GT/s PCIe", 0, 640},
+		{"Unknown", 0, 0},
+		{"", -EINVAL, 0},
+		{"GT/s", -EINVAL, 0},
+		{"16.0 GT/s PCIe ", -EINVAL, 0},
+		{"133 MHz PCI-X", -EINVAL, 0},
+		{"16. GT/s", -EINVAL, 0},
+		{"0 GT/s", -EINVAL, 0},
+		{"99999 GT/s", -EINVAL, 0},
+		{"-8 GT/s", -EINVAL, 0},
+		{"16.0GT/s", -EINVAL, 0},
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
@@ -110,8 +121,8 @@ static struct rdp_port port_down = {.num = 1, .state = RDP_PORT_DOWN};
 static enum rdp_check_status place(const char *nic_root, int nic_numa, const char *nic_chain,
 				   bool active, char *finding, size_t size)
 {
-	struct rdp_device dev = {.name = "mlx5_0", .n_ports = 1,
-				 .ports = active ? &port_active : &port_down};
+	struct rdp_device dev = {
+		.name = "mlx5_0", .n_ports = 1, .ports = active ? &port_active : &port_down};
 	struct rdp_host h = {.devices = &dev, .n_devices = 1};
 	struct rdp_topo_dev devs[2] = {
 		mk(RDP_TOPO_GPU, "GPU0", 0, "pci0000:15", 0,
@@ -119,8 +130,8 @@ static enum rdp_check_status place(const char *nic_root, int nic_numa, const cha
 		mk(RDP_TOPO_NIC, "mlx5_0", 0, nic_root, nic_numa, nic_chain),
 	};
 	struct rdp_topo t = {.devs = devs, .n_devs = 2, .n_gpus = 1};
-	struct rdp_doctor_ctx c = {.sys_fd = -1, .dev_fd = -1, .proc_fd = -1, .host = &h,
-				   .topo = &t};
+	struct rdp_doctor_ctx c = {
+		.sys_fd = -1, .dev_fd = -1, .proc_fd = -1, .host = &h, .topo = &t};
 	struct rdp_doctor_report r = {0};
 	enum rdp_check_status s = _RDP_CHECK_STATUS_MAX;
 
@@ -151,8 +162,9 @@ static void test_placement_levels(void)
 		  RDP_CHECK_OK);
 	EXPECT_CONTAINS(f, "closest NIC mlx5_0 (0000:18:00.0) at PIX");
 	/* NIC behind a second switch of the GPU's switch: PXB */
-	EXPECT_EQ(place("pci0000:15", 0, "0000:15:01.0/0000:16:00.0/0000:17:03.0/0000:1c:00.0/"
-					 "0000:1d:00.0/0000:1e:00.0",
+	EXPECT_EQ(place("pci0000:15", 0,
+			"0000:15:01.0/0000:16:00.0/0000:17:03.0/0000:1c:00.0/"
+			"0000:1d:00.0/0000:1e:00.0",
 			true, f, sizeof(f)),
 		  RDP_CHECK_OK);
 	EXPECT_CONTAINS(f, "at PXB");
@@ -194,8 +206,8 @@ static void test_placement_prefers_active(void)
 		mk(RDP_TOPO_NIC, "mlx5_1", 1, "pci0000:97", 1, "0000:97:01.0/0000:98:00.0"),
 	};
 	struct rdp_topo t = {.devs = devs, .n_devs = 3, .n_gpus = 1};
-	struct rdp_doctor_ctx c = {.sys_fd = -1, .dev_fd = -1, .proc_fd = -1, .host = &h,
-				   .topo = &t};
+	struct rdp_doctor_ctx c = {
+		.sys_fd = -1, .dev_fd = -1, .proc_fd = -1, .host = &h, .topo = &t};
 	struct rdp_doctor_report r = {0};
 
 	EXPECT_EQ(rdp_doctor_placement(&c, &r), 0);
@@ -256,8 +268,8 @@ static bool node_open(struct node *n, const char *fixtures, const char *name)
 	EXPECT_EQ(rdp_topo_read_at(n->sfd, n->h, &n->t), 0);
 	if (!n->t)
 		return false;
-	n->c = (struct rdp_doctor_ctx){.sys_fd = n->sfd, .dev_fd = n->dfd, .proc_fd = n->pfd,
-				       .host = n->h, .topo = n->t};
+	n->c = (struct rdp_doctor_ctx){
+		.sys_fd = n->sfd, .dev_fd = n->dfd, .proc_fd = n->pfd, .host = n->h, .topo = n->t};
 	return true;
 }
 
