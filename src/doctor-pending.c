@@ -15,7 +15,4 @@
 				      "not implemented yet");                                      \
 	}
 
-PENDING(rdp_doctor_pcie, RDP_GROUP_PCIE, "pcie.link")
-PENDING(rdp_doctor_placement, RDP_GROUP_PLACEMENT, "placement.gpu_nic")
-PENDING(rdp_doctor_gpudirect, RDP_GROUP_GPUDIRECT, "gpudirect.peermem")
 PENDING(rdp_doctor_pod, RDP_GROUP_POD, "pod.devices")
