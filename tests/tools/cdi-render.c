@@ -38,13 +38,13 @@ int main(int argc, char **argv)
 {
 	const char *prefix = NULL, *sysfs, *dev, *outdir, *cls;
 	char class[RDP_CDI_CLASS_MAX], file[RDP_CDI_FILE_NAME_MAX];
-	struct rdp_cdi_device *devs;
+	struct rdp_cdi_device *devs = NULL;
 	struct rdp_cdi_node cm = {0};
 	struct rdp_cdi_spec spec = {0};
 	struct rdp_host *h = NULL;
-	const char **env;
+	const char **env = NULL;
 	char *json = NULL;
-	int i = 1, r, dfd;
+	int i = 1, r, dfd = -1, ret = 1;
 
 	if (argc > 2 && strcmp(argv[1], "--host-prefix") == 0) {
 		prefix = argv[2];
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 	devs = calloc((size_t)argc, sizeof(*devs));
 	env = calloc((size_t)argc, sizeof(*env));
 	if (!devs || !env)
-		return 1;
+		goto out;
 	spec.class = class;
 	spec.devices = devs;
 	spec.env = env;
@@ -103,11 +103,11 @@ int main(int argc, char **argv)
 		}
 		if (!d) {
 			fprintf(stderr, "no device with unit ID %s\n", argv[i]);
-			return 1;
+			goto out;
 		}
 		nodes = calloc(d->n_char_devices + 1, sizeof(*nodes));
 		if (!nodes)
-			return 1;
+			goto out;
 		for (size_t k = 0; k < d->n_char_devices; k++) {
 			nodes[k].path = d->char_devices[k];
 			nodes[k].host_path = host_path(prefix, d->char_devices[k]);
@@ -127,23 +127,25 @@ int main(int argc, char **argv)
 	r = rdp_cdi_render(&spec, &json);
 	if (r < 0) {
 		fprintf(stderr, "render: %s\n", strerror(-r));
-		return 1;
+		goto out;
 	}
 	dfd = rdp_cdi_open_dir(outdir, true);
 	if (dfd < 0) {
 		fprintf(stderr, "%s: %s\n", outdir, strerror(-dfd));
-		return 1;
+		goto out;
 	}
 	r = rdp_cdi_write_at(dfd, class, json);
 	if (r < 0) {
 		fprintf(stderr, "write: %s\n", strerror(-r));
-		return 1;
+		goto out;
 	}
 	rdp_cdi_file_name(class, file, sizeof(file));
 	printf("%s %s/%s\n", !json ? (r == 0 ? "removed" : "absent") : r == 0 ? "written" : "unchanged",
 	       outdir, file);
+	ret = 0;
+out:
 	rdp_free(json);
-	for (size_t k = 0; k < spec.n_devices; k++) {
+	for (size_t k = 0; devs && k < spec.n_devices; k++) {
 		for (size_t j = 0; j < devs[k].n_nodes; j++)
 			free((char *)devs[k].nodes[j].host_path);
 		free((void *)devs[k].nodes);
@@ -152,6 +154,7 @@ int main(int argc, char **argv)
 	free(devs);
 	free(env);
 	rdp_host_free(h);
-	close(dfd);
-	return 0;
+	if (dfd >= 0)
+		close(dfd);
+	return ret;
 }
