@@ -1049,6 +1049,22 @@ static void entry_ports(const struct pod *p, const struct rdp_nccl_list *l,
 	}
 }
 
+/* Whether entry e names devices given to the container (RDMA_DEVICE_*) whose uverbs node
+ * is missing; their names into buf. */
+static bool names_missing_node(const struct pod *p, const struct rdp_nccl_list *l,
+			       const struct rdp_nccl_entry *e, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->n_devs; i++) {
+		const struct pod_dev *d = &p->devs[i];
+
+		if (d->node || !is_given(p, d->name) || !rdp_nccl_entry_matches(e, l->exact, d->name, -1))
+			continue;
+		list_add(buf, size, d->name);
+	}
+	return buf[0] != '\0';
+}
+
 static bool is_visible_name(const struct pod *p, const char *name)
 {
 	for (size_t i = 0; i < p->n_devs; i++)
@@ -1116,7 +1132,19 @@ static int check_nccl_ib_hca(struct pod *p, struct rdp_doctor_report *r)
 			continue;
 		}
 		entry_ports(p, &l, e, mine, sizeof(mine), &n, &ninact, other, sizeof(other));
-		if (!l.exclude && n == 0) {
+		if (!l.exclude && n == 0 && names_missing_node(p, &l, e, other, sizeof(other))) {
+			/* the cause is the missing node: pod.devices fails for it */
+			problems++;
+			ADD(r, id, RDP_CHECK_SKIP, e->name, NULL, NULL,
+			    "NCCL_IB_HCA=%s: entry \"%s\" names %s, given to the container but "
+			    "without its uverbs node (see pod.devices)",
+			    val, e->name, other);
+		} else if (n == 0 && n_visible(p) == 0) {
+			problems++;
+			ADD(r, id, RDP_CHECK_SKIP, e->name, NULL, NULL,
+			    "NCCL_IB_HCA=%s: the container sees no RDMA device (see pod.devices)",
+			    val);
+		} else if (!l.exclude && n == 0) {
 			problems++;
 			ADD(r, id, RDP_CHECK_FAIL, e->name,
 			    nsel == 0 ? SYM_NO_DEVICE
@@ -1143,6 +1171,13 @@ static int check_nccl_ib_hca(struct pod *p, struct rdp_doctor_report *r)
 		ADD(r, id, RDP_CHECK_WARN, "", "NCCL ignores the entries beyond the 32nd",
 		    "Name at most 32 HCAs", "NCCL_IB_HCA has %zu entries (NCCL keeps 32)",
 		    l.n + l.n_dropped);
+	}
+	if (nsel == 0 && n_visible(p) == 0) {
+		if (problems == 0)
+			ADD(r, id, RDP_CHECK_SKIP, "", NULL, NULL,
+			    "NCCL_IB_HCA=%s, but the container sees no RDMA device (see pod.devices)",
+			    val);
+		return 0;
 	}
 	if (nsel == 0 && (l.exclude || problems == 0)) {
 		problems++;
