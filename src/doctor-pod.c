@@ -96,10 +96,9 @@ bool rdp_nccl_entry_matches(const struct rdp_nccl_entry *e, bool exact, const ch
 
 bool rdp_nccl_list_selects(const struct rdp_nccl_list *l, const char *name, int port)
 {
-	bool any = false;
+	bool any = l->n == 0; /* matchIfList: an empty list matches everything... */
 
-	if (l->n == 0 && !l->exclude)
-		return true;
+	/* ...so "^" alone excludes everything, as in NCCL */
 	for (size_t i = 0; i < l->n && !any; i++)
 		any = rdp_nccl_entry_matches(&l->v[i], l->exact, name, port);
 	return any != l->exclude;

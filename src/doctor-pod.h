@@ -58,7 +58,7 @@ bool rdp_nccl_entry_matches(const struct rdp_nccl_entry *e, bool exact, const ch
 			    int port);
 
 /* Whether NCCL selects (name, port) with the list: some entry matches, XOR '^'. An empty
- * list (unset) selects everything. */
+ * list matches everything (NCCL's matchIfList): unset or "" selects all, "^" alone none. */
 bool rdp_nccl_list_selects(const struct rdp_nccl_list *l, const char *name, int port);
 
 /* RLIM_INFINITY as the parsers below return it. */
@@ -97,8 +97,8 @@ int rdp_mountinfo_find(const char *buf, size_t len, const char *path, struct rdp
 int rdp_environ_get(const char *buf, size_t len, const char *name, char *val, size_t size);
 
 /*
- * Calls cb for each "RDMA_DEVICE_*" entry's value (the device lists rdma-dp set), and
- * returns how many there were.
+ * Calls cb (may be NULL) for each entry whose name starts with prefix ("RDMA_DEVICE_": the
+ * device lists rdma-dp set), and returns how many there were.
  */
 size_t rdp_environ_each_prefix(const char *buf, size_t len, const char *prefix,
 			       void (*cb)(const char *name, size_t name_len, const char *value,
