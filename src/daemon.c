@@ -346,6 +346,8 @@ static void publish_status(struct daemon *d)
 			v[i].name = (char *)rs[i].full_name;
 			v[i].socket = (char *)rs[i].sock_path;
 			v[i].serving = rs[i].serving;
+			v[i].units = rs[i].units;
+			v[i].healthy = (long long)rs[i].healthy_units;
 		}
 		k = rdp_status_write(d->state_dir, &st);
 	}

@@ -74,6 +74,30 @@ static enum rdp_topo_level best(const struct rdp_topo *t, const struct rdp_host 
 	return lv;
 }
 
+/*
+ * The earlier failure that explains a GPU placed at level lv (see rdp_doctor_find): a closer
+ * NIC whose port.state fails, or an RDMA driver not loaded (stack.driver: NICs missing from
+ * the model). NULL: the placement itself is the cause.
+ */
+static const char *placement_cause(const struct rdp_doctor_report *r, const struct rdp_topo *t,
+				   const struct rdp_topo_dev *g, enum rdp_topo_level lv)
+{
+	char prefix[RDP_IBDEV_NAME_MAX + 8];
+
+	for (size_t k = 0; k < t->n_devs; k++) {
+		const struct rdp_topo_dev *n = &t->devs[k];
+
+		if (n->kind != RDP_TOPO_NIC || rdp_topo_level(g, n) >= lv)
+			continue;
+		snprintf(prefix, sizeof(prefix), "%s port ", n->name);
+		if (rdp_doctor_find(r, "port.state", RDP_CHECK_FAIL, prefix))
+			return "port.state";
+	}
+	if (rdp_doctor_find(r, "stack.driver", RDP_CHECK_FAIL, NULL))
+		return "stack.driver";
+	return NULL;
+}
+
 static const char *const gdr_symptom =
 	"NCCL uses GPUDirect RDMA only up to NCCL_NET_GDR_LEVEL (PXB by default): here it logs "
 	"\"NET/IB : GPU Direct RDMA Disabled for HCA <n> '<nic>'\", its channels show \"via "
@@ -102,10 +126,10 @@ int rdp_doctor_placement(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 	for (size_t i = 0; i < t->n_devs; i++) {
 		const struct rdp_topo_dev *g = &t->devs[i];
 		char subject[RDP_IBDEV_NAME_MAX + RDP_PCI_ADDR_MAX + 8], names[NAMES_MAX],
-			closer[NAMES_MAX], note[NAMES_MAX + 96] = "";
+			closer[NAMES_MAX], note[NAMES_MAX + 160] = "";
 		enum rdp_topo_level lv, any;
 		enum rdp_check_status s;
-		const char *fix = NULL;
+		const char *fix = NULL, *cause;
 
 		if (g->kind != RDP_TOPO_GPU)
 			continue;
@@ -120,9 +144,14 @@ int rdp_doctor_placement(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 		} else if (n_nics > 0) {
 			snprintf(note, sizeof(note), "; no NIC of the node has an ACTIVE port");
 		}
+		cause = lv >= RDP_TOPO_NODE ? placement_cause(r, t, g, lv) : NULL;
+		if (cause)
+			snprintf(note + strlen(note), sizeof(note) - strlen(note),
+				 " (explained by %s above: fix that first)", cause);
 		if (lv == RDP_TOPO_NONE) {
 			e = rdp_doctor_add(
-				r, RDP_GROUP_PLACEMENT, ID, RDP_CHECK_FAIL, subject,
+				r, RDP_GROUP_PLACEMENT, ID, cause ? RDP_CHECK_WARN : RDP_CHECK_FAIL,
+				subject,
 				"No RDMA NIC has a PCIe path to this GPU: NCCL finds no IB/RoCE "
 				"device "
 				"for it (\"NET/IB : No device found.\") and uses sockets.",
@@ -151,7 +180,7 @@ int rdp_doctor_placement(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 			      "the CPU's host bridge is fast on some CPUs, slow on others).";
 			break;
 		default:
-			s = RDP_CHECK_FAIL;
+			s = cause ? RDP_CHECK_WARN : RDP_CHECK_FAIL;
 			fix = "Allocate each GPU the NIC closest to it (a NIC under the same PCIe "
 			      "switch: topology-aware allocation, one NIC per GPU) or install one "
 			      "there; NCCL_NET_GDR_LEVEL=SYS would force GPUDirect RDMA across the "

@@ -160,8 +160,52 @@ out:
 	return k < 0 ? k : 0;
 }
 
+/* The failing stack check that makes devices unusable, or NULL (see rdp_doctor_find). */
+static const char *stack_cause(const struct rdp_doctor_report *r)
+{
+	if (rdp_doctor_find(r, "stack.uverbs", RDP_CHECK_FAIL, NULL))
+		return "stack.uverbs";
+	if (rdp_doctor_find(r, "stack.rdma_ucm", RDP_CHECK_FAIL, NULL))
+		return "stack.rdma_ucm";
+	return NULL;
+}
+
+/* The failing stack check that explains a device's unusability, or NULL. */
+static const char *unusable_cause(const struct rdp_doctor_report *r, enum rdp_usability u)
+{
+	switch (u) {
+	case RDP_UNUSABLE_NO_UVERBS:
+	case RDP_UNUSABLE_UVERBS_NODE:
+		return rdp_doctor_find(r, "stack.uverbs", RDP_CHECK_FAIL, NULL) ? "stack.uverbs"
+										: NULL;
+	case RDP_UNUSABLE_NO_RDMA_CM:
+		return rdp_doctor_find(r, "stack.rdma_ucm", RDP_CHECK_FAIL, NULL)
+			       ? "stack.rdma_ucm"
+			       : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* What the running daemon told kubelet about resource name (NULL: no daemon or unknown). */
+static const struct rdp_status_resource *told(const struct rdp_status *st, const char *name)
+{
+	for (size_t i = 0; st && i < st->n_resources; i++)
+		if (strcmp(st->resources[i].name, name) == 0 && st->resources[i].units >= 0)
+			return &st->resources[i];
+	return NULL;
+}
+
+/*
+ * plugin.units: what kubelet was told (the daemon's status) against what this node and the
+ * config give; a difference fails (the daemon serves another config, or has not seen a
+ * change). The reasons a pool has no Healthy unit are other checks' to fail (plugin.unusable,
+ * port.state, stack.*): here they are warnings that point there.
+ */
 static int check_units(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r)
 {
+	struct rdp_status *status = NULL;
+	struct stat sb;
 	int k = 0;
 
 	if (!c->config || !c->pools || !c->host)
@@ -170,10 +214,22 @@ static int check_units(const struct rdp_doctor_ctx *c, struct rdp_doctor_report 
 	if (c->pools->n == 0)
 		return rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_SKIP, "", NULL,
 				      NULL, "the config has no resource");
+	if (c->kubelet_root && stat(c->kubelet_root, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		char err[256];
+		_cleanup_free_ char *dir = NULL;
+
+		/* No daemon: plugin.sockets says so; units are then judged from the node. */
+		k = rdp_status_load(c->kubelet_root, RDP_REGISTRATION_AUTO, &status, &dir, err,
+				    sizeof(err));
+		if (k == -ENOMEM)
+			return k;
+		k = 0;
+	}
 	for (size_t i = 0; i < c->pools->n && k >= 0; i++) {
 		const struct rdp_pool *p = &c->pools->v[i];
 		const char *name = p->res->full_name;
 		struct rdp_dp_state st = {.numa_node = -1};
+		const struct rdp_status_resource *t;
 		size_t healthy;
 		char symptom[RDP_DOCTOR_TEXT_MAX], fix[512];
 
@@ -186,24 +242,39 @@ static int check_units(const struct rdp_doctor_ctx *c, struct rdp_doctor_report 
 		snprintf(fix, sizeof(fix),
 			 "see what each selector matches: rdma-dp check-config -c %s",
 			 c->config_path ? c->config_path : "<config>");
-		if (p->n_devices == 0)
+		t = told(status, name);
+		if (t && (t->units != (long long)st.units || t->healthy != (long long)healthy))
+			k = rdp_doctor_add(
+				r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_FAIL, name,
+				"kubelet schedules by what the daemon told it: pods land where the "
+				"devices are not as told, or stay Pending (\"Insufficient ...\")",
+				"read the daemon's log (config-rejected, device-unusable, updated) and "
+				"compare its config with this one (rdma-dp check-config)",
+				"the daemon (pid %lld) told kubelet %lld unit%s, %lld Healthy; this node "
+				"and %s give %u, %zu Healthy",
+				status->pid, t->units, t->units == 1 ? "" : "s", t->healthy,
+				c->config_path ? c->config_path : "the config", st.units, healthy);
+		else if (p->n_devices == 0)
 			k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_WARN, name,
 					   symptom, fix,
 					   "0 units: its selectors match no device of this node (fine "
 					   "where the resource is meant for other nodes)");
 		else if (st.n_usable == 0)
-			k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_FAIL, name,
+			k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_WARN, name,
 					   symptom,
 					   "make the devices usable (see plugin.unusable)",
-					   "%u unit%s%s: none of its %zu device%s is usable", st.units,
-					   st.units == 1 ? "" : "s",
+					   "%u unit%s%s: none of its %zu device%s is usable (explained "
+					   "by %s: fix that first)",
+					   st.units, st.units == 1 ? "" : "s",
 					   st.units ? ", all Unhealthy (Allocate fails)" : "",
-					   p->n_devices, p->n_devices == 1 ? "" : "s");
+					   p->n_devices, p->n_devices == 1 ? "" : "s",
+					   stack_cause(r) ? stack_cause(r) : "plugin.unusable");
 		else if (healthy == 0)
 			k = rdp_doctor_add(
-				r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_FAIL, name,
+				r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_WARN, name,
 				symptom, "bring a port up (see port.state)",
-				"%u unit%s, all Unhealthy: no device of the pool has an active port",
+				"%u unit%s, all Unhealthy: no device of the pool has an active port "
+				"(explained by port.state: fix that first)",
 				st.units, st.units == 1 ? "" : "s");
 		else if (healthy < st.units && st.mode == RDP_MODE_EXCLUSIVE)
 			k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_WARN, name,
@@ -213,13 +284,15 @@ static int check_units(const struct rdp_doctor_ctx *c, struct rdp_doctor_report 
 					   healthy);
 		else
 			k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_OK, name,
-					   NULL, NULL, "%u unit%s %s, all Healthy (%zu device%s)",
+					   NULL, NULL, "%u unit%s %s, all Healthy (%zu device%s)%s",
 					   st.units, st.units == 1 ? "" : "s",
 					   st.mode == RDP_MODE_EXCLUSIVE ? "(one per device)"
 									 : "(rdmaHcaMax)",
-					   p->n_devices, p->n_devices == 1 ? "" : "s");
+					   p->n_devices, p->n_devices == 1 ? "" : "s",
+					   t ? ", as the daemon told kubelet" : "");
 		rdp_dp_state_done(&st);
 	}
+	rdp_status_free(status);
 	return k < 0 ? k : 0;
 }
 
@@ -251,6 +324,7 @@ static const char *selected_by(const struct rdp_pools *pools, size_t i)
 
 static int check_unusable(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r)
 {
+	const char *cause;
 	size_t n_checked = 0, n_bad = 0;
 	int k = 0;
 
@@ -267,14 +341,17 @@ static int check_unusable(const struct rdp_doctor_ctx *c, struct rdp_doctor_repo
 		if (rdp_device_is_usable(d))
 			continue;
 		n_bad++;
-		k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.unusable", RDP_CHECK_FAIL, d->name,
+		cause = unusable_cause(r, d->usability);
+		k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.unusable",
+				   cause ? RDP_CHECK_WARN : RDP_CHECK_FAIL, d->name,
 				   "rdma-dp gives no unit for it (exclusive) or marks the "
 				   "resource's units Unhealthy when none is usable (shared); a pod "
 				   "given it anyway logs \"Call to ibv_open_device failed\" or "
 				   "\"NET/IB : No device found.\"",
-				   unusable_fix(d->usability), "%s%s%s%s", res ? "selected by " : "",
+				   unusable_fix(d->usability), "%s%s%s%s%s%s%s", res ? "selected by " : "",
 				   res ? res : "", res ? ", unusable: " : "unusable: ",
-				   d->unusable_reason);
+				   d->unusable_reason, cause ? " (explained by " : "",
+				   cause ? cause : "", cause ? " above: fix that first)" : "");
 	}
 	if (k >= 0 && n_bad == 0)
 		k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.unusable", RDP_CHECK_OK, "", NULL,

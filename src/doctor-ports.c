@@ -200,16 +200,29 @@ static void fmt_link_types(const struct rdp_selectors *s, char *buf, size_t size
 		snprintf(buf + len, size - len, "]");
 }
 
-/* Whether the pool's selectors without linkTypes match d. */
-static bool matches_but_link_types(const struct rdp_selectors *s, const struct rdp_device *d)
+/*
+ * Whether the pool means d and only its linkTypes keep it out: its other selectors match d
+ * and either name d itself (ifNames, pfNames, rootDevices) or select nothing on this node (a
+ * pool whose every device is in the other mode, as a VPI card left in its default mode). A
+ * pool that took other devices with generic selectors (vendors, deviceIDs, drivers) and
+ * leaves d out by linkTypes does what such a config means: dgx-h100's CX-7s are split by
+ * link layer that way.
+ */
+static bool means_but_link_types(const struct rdp_pool *pool, const struct rdp_device *d)
 {
-	struct rdp_selectors t = *s;
+	struct rdp_selectors t = pool->res->sel;
+	struct rdp_sel_explain ex;
 
 	t.link_types.n = 0;
 	t.link_types.v = NULL;
-	if (rdp_selectors_empty(&t))
+	if (!rdp_selectors_empty(&t) && !rdp_selectors_match(&t, d, &ex))
+		return false;
+	if (pool->n_devices == 0)
 		return true;
-	return rdp_selectors_match(&t, d, NULL);
+	return !rdp_selectors_empty(&t) &&
+	       (ex.result[RDP_SEL_IF_NAMES] == RDP_SEL_MATCH ||
+		ex.result[RDP_SEL_PF_NAMES] == RDP_SEL_MATCH ||
+		ex.result[RDP_SEL_ROOT_DEVICES] == RDP_SEL_MATCH);
 }
 
 static const char *ll_word(enum rdp_link_layer l)
@@ -254,16 +267,18 @@ static int check_link_layer(const struct rdp_doctor_ctx *c, size_t di, const str
 				"ibv_modify_qp failed\")",
 				fix, "%s port of %s, which resource %s selects (linkTypes %s)",
 				ll_word(p->link_layer), d->name, pool->res->name, lt);
-		if (!in_some && matches_but_link_types(s, d))
+		if (!in_some && means_but_link_types(pool, d))
 			return rdp_doctor_add(
 				r, RDP_GROUP_PORTS, "port.link_layer", RDP_CHECK_FAIL, subj,
 				"the resource has no device for it: pods asking for it stay Pending, "
 				"or get other devices; without one NCCL logs \"NET/IB : No device "
 				"found.\"",
 				fix,
-				"%s port; resource %s (linkTypes %s) matches %s on every other "
+				"%s port; resource %s (linkTypes %s) %s %s on every other "
 				"selector, so %s is in no pool",
-				ll_word(p->link_layer), pool->res->name, lt, d->name, d->name);
+				ll_word(p->link_layer), pool->res->name, lt,
+				pool->n_devices ? "names" : "has no device and matches", d->name,
+				d->name);
 	}
 	if (ok_len)
 		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.link_layer", RDP_CHECK_OK, subj, NULL,

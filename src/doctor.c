@@ -251,3 +251,14 @@ int rdp_doctor_exit_status(const struct rdp_doctor_report *r)
 {
 	return rdp_doctor_count(r, RDP_CHECK_FAIL) ? 1 : 0;
 }
+
+const struct rdp_check *rdp_doctor_find(const struct rdp_doctor_report *r, const char *id,
+					enum rdp_check_status s, const char *subject_prefix)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].status == s && strcmp(r->v[i].id, id) == 0 &&
+		    (!subject_prefix ||
+		     strncmp(r->v[i].subject, subject_prefix, strlen(subject_prefix)) == 0))
+			return &r->v[i];
+	return NULL;
+}

@@ -86,6 +86,14 @@ void rdp_doctor_report_done(struct rdp_doctor_report *r);
 /* Sorts by group (enum order), then fail, warn, skip, ok, then the order of adding. */
 void rdp_doctor_order(struct rdp_doctor_report *r);
 size_t rdp_doctor_count(const struct rdp_doctor_report *r, enum rdp_check_status s);
+/*
+ * A result of r with this id and status whose subject starts with subject_prefix (NULL: any
+ * subject), or NULL. For a later group to tell a consequence from a cause: a finding that an
+ * earlier check's failure explains is reported as `warn` naming that check, so that on any
+ * one fault only the check of its cause fails.
+ */
+const struct rdp_check *rdp_doctor_find(const struct rdp_doctor_report *r, const char *id,
+					enum rdp_check_status s, const char *subject_prefix);
 
 /*
  * The report as text, in the report's order (call rdp_doctor_order() first): a header line

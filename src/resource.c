@@ -1141,6 +1141,7 @@ size_t rdp_resources_status(const struct rdp_resources *s, struct rdp_resource_s
 			.state = r->state,
 			.units = st->units,
 			.healthy = st->healthy,
+			.healthy_units = rdp_dp_state_healthy_units(st),
 			.streams = rdp_dp_service_streams(r->dp),
 			.serving = r->server != NULL,
 		};

@@ -127,6 +127,7 @@ struct rdp_resource_status {
 	enum rdp_res_state state;
 	unsigned int units;
 	bool healthy;
+	size_t healthy_units; /* the units advertised Healthy */
 	size_t streams;
 	bool serving; /* its socket exists and is ours */
 };

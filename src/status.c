@@ -83,8 +83,9 @@ int rdp_status_format(const struct rdp_status *s, char **ret)
 		if (!valid_string(r->name, RDP_STATUS_MAX_NAME) ||
 		    !valid_string(r->socket, RDP_STATUS_MAX_SOCKET) || r->socket[0] != '/')
 			return -EINVAL;
-		e = json_pack("{s:s, s:s, s:b}", "name", r->name, "socket", r->socket, "serving",
-			      r->serving);
+		e = json_pack("{s:s, s:s, s:b, s:I, s:I}", "name", r->name, "socket", r->socket,
+			      "serving", r->serving, "units", (json_int_t)r->units, "healthy",
+			      (json_int_t)r->healthy);
 		if (!e || json_array_append_new(res, e) < 0)
 			return -ENOMEM;
 	}
@@ -110,6 +111,15 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 		va_end(ap);
 	}
 	return -EINVAL;
+}
+
+/* A non-negative integer of the status file, or -1 when absent or anything else. */
+static long long opt_count(json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+			       json_integer_value(v) <= 100000000
+		       ? (long long)json_integer_value(v)
+		       : -1;
 }
 
 static int get_string(json_t *o, const char *key, size_t max, bool absolute, char **ret,
@@ -218,6 +228,9 @@ int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char 
 			return fail(err, errlen, "%s: \"serving\" is missing or not a boolean",
 				    where);
 		r->serving = json_is_true(serving);
+		/* Optional (a daemon from before they were written): -1, unknown. */
+		r->units = opt_count(json_object_get(e, "units"));
+		r->healthy = opt_count(json_object_get(e, "healthy"));
 	}
 	*ret = TAKE_PTR(s);
 	return 0;

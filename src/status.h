@@ -43,6 +43,8 @@ struct rdp_status_resource {
 	char *name; /* "rdma/hca_shared_devices_a" */
 	char *socket; /* absolute path, as the daemon sees it */
 	bool serving;
+	/* What kubelet was told: units, and how many Healthy; -1 when the file has none. */
+	long long units, healthy;
 };
 
 struct rdp_status {

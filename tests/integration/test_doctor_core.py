@@ -161,8 +161,11 @@ def test_stack_uverbs(run, fixtures_dir, tmp):
     assert p.returncode == 1
     f = fails(checks)
     assert f[0] == "stack.uverbs"
-    # the devices it leaves without a uverbs node are its consequence, said after it
-    assert set(f) == {"stack.uverbs", "plugin.unusable"}
+    # the devices it leaves without a uverbs node are its consequence: warnings that name it
+    assert set(f) == {"stack.uverbs"}
+    un = [c for c in checks if c["id"] == "plugin.unusable"]
+    assert un and all(c["status"] == "warn" and "explained by stack.uverbs" in c["finding"]
+                      for c in un)
     c = next(c for c in checks if c["id"] == "stack.uverbs")
     assert "ib_uverbs is not loaded" in c["finding"]
     assert "NET/IB : No device found." in c["symptom"]
@@ -189,7 +192,7 @@ def test_stack_rdma_ucm(run, fixtures_dir, tmp):
     assert p.returncode == 1
     f = fails(checks)
     assert f[0] == "stack.rdma_ucm"
-    assert set(f) == {"stack.rdma_ucm", "plugin.unusable"}
+    assert set(f) == {"stack.rdma_ucm"}
     c = next(c for c in checks if c["id"] == "stack.rdma_ucm")
     assert "rdma_ucm is not loaded" in c["finding"] and c["fix"].startswith("modprobe rdma_ucm")
 
@@ -307,9 +310,11 @@ def test_plugin_units(run, fixtures_dir, tmp):
     p = doctor(run, node, "-o", "json", config=cfg)
     checks = results(p)
     c = next(c for c in checks if c["id"] == "plugin.units")
-    assert c["status"] == "fail" and "none of its 8 devices is usable" in c["finding"]
+    # the cause fails (plugin.unusable), the count points at it
+    assert c["status"] == "warn" and "none of its 8 devices is usable" in c["finding"]
+    assert "explained by plugin.unusable" in c["finding"]
     assert "Insufficient rdma/nic" in c["symptom"]
-    assert set(fails(checks)) == {"plugin.units", "plugin.unusable"}
+    assert set(fails(checks)) == {"plugin.unusable"}
     # a resource selecting nothing here: warn
     none = write_config(tmp, [{"resourceName": "x", "rdmaHcaMax": 5,
                                "selectors": {"vendors": ["8086"]}}], "none.json")
@@ -374,7 +379,19 @@ def test_plugin_with_daemon(rdma_dp, run, fixtures_dir):
             assert c["status"] == "ok" and "answers GetDevicePluginOptions" in c["finding"]
             assert "daemon pid %d" % d.pid in c["finding"]
         units = {c["subject"]: c for c in checks if c["id"] == "plugin.units"}
-        assert units["rdma/nic"]["finding"] == "4 units (one per device), all Healthy (4 devices)"
+        assert units["rdma/nic"]["finding"] == ("4 units (one per device), all Healthy "
+                                                "(4 devices), as the daemon told kubelet")
+        # the daemon told kubelet other units than this config gives: fail
+        cfg3 = env.config([dict(SHARED[0], rdmaHcaMax=SHARED[0]["rdmaHcaMax"] + 1)] +
+                          [{"resourceName": "nic", "mode": "exclusive",
+                            "selectors": {"vendors": ["15b3"], "linkTypes": ["ether"]}}],
+                          name="other.json")
+        p = doctor(run, fixtures_dir / "dgx-h100", "-o", "json", kubelet=env.root, config=cfg3)
+        checks = results(p)
+        assert p.returncode == 1 and fails(checks) == ["plugin.units"]
+        c = next(c for c in checks if c["id"] == "plugin.units" and c["status"] == "fail")
+        assert c["subject"] == "rdma/hca" and "the daemon (pid %d) told kubelet" % d.pid in \
+            c["finding"]
         # a resource of the config the daemon has not applied: warn
         cfg2 = env.config(SHARED + [dict(SHARED[0], resourceName="later",
                                          selectors={"vendors": ["15b3"]})], name="new.json")

@@ -215,10 +215,20 @@ static void test_link_layer(void)
 		     "Ethernet port of mlx5_0, which resource ib selects (linkTypes [infiniband])");
 	EXPECT_CONTAINS(k ? k->fix : NULL, "LINK_TYPE_P2=1");
 	EXPECT_EQ(status_of(&r, "port.link_layer", "mlx5_1 port 1"), RDP_CHECK_OK);
-	/* mlx5_2 matches "ib" by linkTypes alone: in no pool, so a fail */
+	/* mlx5_2 is left out of "ib" by linkTypes alone, which is what "ib" means: ok */
 	k = find(&r, "port.link_layer", "mlx5_2 port 1");
+	EXPECT_TRUE(k && k->status == RDP_CHECK_OK);
+	rdp_doctor_report_done(&r);
+
+	/* a pool that names mlx5_1 (ifNames... rootDevices) but wants Ethernet: a fail */
+	run_link_layer("{\"configList\":[{\"resourceName\":\"roce\",\"rdmaHcaMax\":1,"
+		       "\"selectors\":{\"rootDevices\":[\"0000:28:00.0\",\"0000:38:00.0\"],"
+		       "\"linkTypes\":[\"ether\"]}}]}",
+		       &h, &r);
+	k = find(&r, "port.link_layer", "mlx5_1 port 1");
 	EXPECT_TRUE(k && k->status == RDP_CHECK_FAIL);
-	EXPECT_CONTAINS(k ? k->finding : NULL, "so mlx5_2 is in no pool");
+	EXPECT_CONTAINS(k ? k->finding : NULL, "resource roce (linkTypes [ether]) names mlx5_1");
+	EXPECT_EQ(rdp_doctor_count(&r, RDP_CHECK_FAIL), 1);
 	rdp_doctor_report_done(&r);
 
 	/* two pools that split the CX-7s by link layer: both sides ok */
@@ -236,12 +246,22 @@ static void test_link_layer(void)
 		     "InfiniBand (no resource with linkTypes selects mlx5_0)");
 	rdp_doctor_report_done(&r);
 
-	/* an Ethernet-only pool of CX-7s: the IB CX-7 is left out */
+	/* an Ethernet-only pool of CX-7s takes the Ethernet one: the IB CX-7 is meant out */
 	run_link_layer("{\"configList\":[{\"resourceName\":\"roce\",\"rdmaHcaMax\":1,"
 		       "\"selectors\":{\"deviceIDs\":[\"1021\"],\"linkTypes\":[\"ETH\"]}}]}",
 		       &h, &r);
-	EXPECT_EQ(status_of(&r, "port.link_layer", "mlx5_1 port 1"), RDP_CHECK_FAIL);
+	EXPECT_EQ(status_of(&r, "port.link_layer", "mlx5_1 port 1"), RDP_CHECK_OK);
 	EXPECT_EQ(status_of(&r, "port.link_layer", "mlx5_2 port 1"), RDP_CHECK_OK);
+	EXPECT_EQ(rdp_doctor_count(&r, RDP_CHECK_FAIL), 0);
+	rdp_doctor_report_done(&r);
+
+	/* the same pool with no Ethernet CX-7 on the node: empty, the IB one is the cause */
+	run_link_layer("{\"configList\":[{\"resourceName\":\"roce\",\"rdmaHcaMax\":1,"
+		       "\"selectors\":{\"deviceIDs\":[\"1021\"],\"linkTypes\":[\"ETH\"]}}]}",
+		       &(struct rdp_host){.devices = devs, .n_devices = 2}, &r);
+	k = find(&r, "port.link_layer", "mlx5_1 port 1");
+	EXPECT_TRUE(k && k->status == RDP_CHECK_FAIL);
+	EXPECT_CONTAINS(k ? k->finding : NULL, "has no device and matches mlx5_1");
 	/* mlx5_0 (101b) does not match deviceIDs: not this pool's business */
 	EXPECT_EQ(status_of(&r, "port.link_layer", "mlx5_0 port 1"), RDP_CHECK_OK);
 	EXPECT_EQ(rdp_doctor_count(&r, RDP_CHECK_FAIL), 1);

@@ -20,8 +20,8 @@ static char empty[] = "", rel_sock[] = "a.sock", ctl_name[] = "rdma/a\n", abs_so
 static char plain_name[] = "rdma/a";
 
 static struct rdp_status_resource two[] = {
-	{.name = n_a, .socket = s_a, .serving = true},
-	{.name = n_b, .socket = s_b, .serving = false},
+	{.name = n_a, .socket = s_a, .serving = true, .units = 8, .healthy = 7},
+	{.name = n_b, .socket = s_b, .serving = false, .units = 0, .healthy = 0},
 };
 
 static void test_round_trip(void)
@@ -42,12 +42,27 @@ static void test_round_trip(void)
 		EXPECT_STREQ(p->resources[0].name, "rdma/hca_a");
 		EXPECT_STREQ(p->resources[0].socket, "/var/lib/kubelet/device-plugins/hca_a.sock");
 		EXPECT_TRUE(p->resources[0].serving);
+		EXPECT_EQ(p->resources[0].units, 8);
+		EXPECT_EQ(p->resources[0].healthy, 7);
 		EXPECT_STREQ(p->resources[1].name, "rdma/b \"quoted\"");
 		EXPECT_STREQ(p->resources[1].socket, "/tmp/x y/b.sock");
 		EXPECT_TRUE(!p->resources[1].serving);
 	}
 	rdp_status_free(p);
 	rdp_free(text);
+
+	/* A daemon from before units were written: unknown (-1), not an error. */
+	{
+		static const char old[] = "{\"format\":1,\"pid\":1,\"generation\":1,\"mode\":"
+					  "\"kubelet-sock\",\"resources\":[{\"name\":\"rdma/a\","
+					  "\"socket\":\"/s.sock\",\"serving\":true}]}";
+
+		p = NULL;
+		EXPECT_EQ(rdp_status_parse(old, strlen(old), &p, err, sizeof(err)), 0);
+		EXPECT_TRUE(p && p->n_resources == 1 && p->resources[0].units == -1 &&
+			    p->resources[0].healthy == -1);
+		rdp_status_free(p);
+	}
 
 	/* zero resources is a valid status (a daemon with nothing started yet) */
 	s.n_resources = 0;
