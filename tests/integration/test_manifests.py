@@ -526,17 +526,24 @@ def test_mpijob_workers_hand_their_environment_to_the_ranks(tmp_path):
 
 
 # ---- docs: quoted outputs are what the binary prints -------------------------------------------
-# A block in docs/*.md or deploy/**/README.md preceded by `<!-- fixture: NODE -->` is a console
-# transcript: `$ rdma-dp ...` then its output (stdout, then stderr). The test runs the command on
-# fixture NODE (adding --sysfs-root/--dev-root) and compares. `<!-- fixture: NODE F=SRC -->`
-# first copies SRC (relative to the repository; for a ConfigMap .yaml, its config.json) to F in
-# the directory the command runs in, so the docs can say `--config-file config.json`.
+# A block in README.md, docs/*.md or deploy/**/README.md preceded by `<!-- fixture: NODE -->` is
+# a console transcript: `$ rdma-dp ...` then its output (stdout, then stderr). The test runs the
+# command on fixture NODE (adding --sysfs-root/--dev-root) and compares. `<!-- fixture: NODE
+# F=SRC -->` first copies SRC (relative to the repository; for a ConfigMap .yaml, its
+# config.json) to F in the directory the command runs in, so the docs can say `--config-file
+# config.json`. `fault=MODULE.FUNCTION` runs on a copy of NODE with that planted fault of
+# tests/fixtures/MODULE.py (its defaults; faults_pci's functions make their own dgx-h100 copy).
+# `doctor` also gets the node's proc root (when it has one) and, unless the command names one,
+# a kubelet root directory that does not exist, printed as /var/lib/kubelet: the output of a
+# machine without kubelet, whatever the machine running the tests has there. A line `...` in
+# the expected output stands for any number of lines (an excerpt).
 FIXTURE_BLOCK = re.compile(r"<!-- fixture: ([\w-]+)((?: [\w.-]+=[\w./-]+)*) -->\s*\n```[a-z]*\n(.*?)```",
                            re.S)
 
 
 def _doc_blocks():
-    files = sorted((REPO / "docs").glob("*.md")) + sorted(DEPLOY.rglob("README.md"))
+    files = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md")) + \
+        sorted(DEPLOY.rglob("README.md"))
     out = []
     for f in files:
         text = f.read_text()
@@ -555,8 +562,40 @@ def test_docs_quote_outputs():
     assert len(DOC_BLOCKS) >= 4, "docs/ quote no fixture outputs"
 
 
+def _planted(fixtures_dir, node, fault, work):
+    """The node dir of fixture node with fault "MODULE.FUNCTION" planted (tests/fixtures)."""
+    import importlib
+    import sys
+    sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+    import sysfsgen
+    module, func = fault.split(".")
+    f = getattr(importlib.import_module(module), func)
+    if module == "faults_pci":  # copies dgx-h100 itself
+        assert node == "dgx-h100", node
+        return pathlib.Path(f(fixtures_dir, work / "planted"))
+    d = work / "planted" / node
+    sysfsgen.copy_node(fixtures_dir / node, d)
+    f(str(d))
+    return d
+
+
+def _excerpt_matches(got, expected):
+    """got's lines equal expected's, a line "..." in expected matching any run of lines."""
+    got, exp = got.split("\n"), expected.split("\n")
+
+    def m(i, j):
+        if j == len(exp):
+            return i == len(got)
+        if exp[j] == "...":
+            return any(m(k, j + 1) for k in range(i, len(got) + 1))
+        return i < len(got) and got[i] == exp[j] and m(i + 1, j + 1)
+    return m(0, 0)
+
+
 @pytest.mark.parametrize("node,files,block", DOC_BLOCKS)
 def test_doc_output_matches(run, fixtures_dir, tmp_path, node, files, block):
+    files = dict(files)
+    fault = files.pop("fault", None)
     for dst, src in files.items():
         if src.endswith(".yaml"):  # a ConfigMap: its config.json
             (tmp_path / dst).write_text(_configmap_text(REPO / src))
@@ -566,7 +605,15 @@ def test_doc_output_matches(run, fixtures_dir, tmp_path, node, files, block):
     assert lines[0].startswith("$ rdma-dp "), lines[0]
     argv = lines[0][len("$ rdma-dp "):].split()
     expected = "\n".join(lines[1:])
-    p = run(*argv, *node_args(fixtures_dir, node), cwd=tmp_path if files else REPO)
-    got = (p.stdout + p.stderr).rstrip("\n")
-    assert got == expected.rstrip("\n"), "output of `rdma-dp %s` on %s changed:\n%s" % (
-        " ".join(argv), node, got)
+    node_dir = _planted(fixtures_dir, node, fault, tmp_path) if fault else fixtures_dir / node
+    extra = ["--sysfs-root", str(node_dir / "sys"), "--dev-root", str(node_dir / "dev")]
+    no_kubelet = str(tmp_path / "no-kubelet")
+    if argv[0] == "doctor":
+        if (node_dir / "proc").is_dir() and "--proc-root" not in argv:
+            extra += ["--proc-root", str(node_dir / "proc")]
+        if "--kubelet-root-dir" not in argv:
+            extra += ["--kubelet-root-dir", no_kubelet + "/var/lib/kubelet"]
+    p = run(*argv, *extra, cwd=tmp_path if files else REPO)
+    got = (p.stdout + p.stderr).rstrip("\n").replace(no_kubelet, "")
+    assert _excerpt_matches(got, expected.rstrip("\n")), \
+        "output of `rdma-dp %s` on %s changed:\n%s" % (" ".join(argv), node, got)
