@@ -103,7 +103,7 @@ static int check_sockets(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 			"kubelet has no rdma-dp resource: pods requesting one stay Pending "
 			"(\"Insufficient rdma/...\")",
 			"start rdma-dp serve (kubectl -n <namespace> get pods -l "
-			"app.kubernetes.io/name=rdma-dp -o wide; read its log)",
+			"name=rdma-dp -o wide; read its log)",
 			"%s%s", k == -ENOENT ? "no rdma-dp daemon is running: " : "", err);
 	k = rdp_status_probe(st, PROBE_TIMEOUT_MS, &pr);
 	if (k == -ENOMEM)
