@@ -63,6 +63,9 @@ static void help(void)
 	       "      --pod                   check this container (run inside the workload pod)\n"
 	       "      --pid N                 check the container of process N (under the proc\n"
 	       "                              root)\n"
+	       "      --group LIST            only these groups, comma-separated (a later group\n"
+	       "                              reads the earlier ones' results: without them it\n"
+	       "                              cannot tell a cause from its consequence)\n"
 	       "  -o, --output FMT            text (default) or json\n"
 	       "  -h, --help                  show this help\n"
 	       "      --version               show the version\n"
@@ -92,10 +95,45 @@ static int parse_uint(const char *opt, const char *arg, unsigned long min, unsig
 
 typedef int (*group_fn)(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r);
 
-static const group_fn node_groups[] = {
-	rdp_doctor_stack,     rdp_doctor_plugin,   rdp_doctor_ports,      rdp_doctor_pcie,
-	rdp_doctor_placement, rdp_doctor_gpudirect, rdp_doctor_congestion,
+/* The node groups, in the order they run (a later one reads the earlier ones' results). */
+static const struct {
+	enum rdp_check_group group;
+	group_fn fn;
+} node_groups[] = {
+	{RDP_GROUP_STACK, rdp_doctor_stack},		{RDP_GROUP_PLUGIN, rdp_doctor_plugin},
+	{RDP_GROUP_PORTS, rdp_doctor_ports},		{RDP_GROUP_PCIE, rdp_doctor_pcie},
+	{RDP_GROUP_PLACEMENT, rdp_doctor_placement}, {RDP_GROUP_GPUDIRECT, rdp_doctor_gpudirect},
+	{RDP_GROUP_CONGESTION, rdp_doctor_congestion},
 };
+
+/* "ports,pcie" -> a bit per group. -EINVAL (said) for an unknown or empty name. */
+static int parse_groups(const char *arg, unsigned int *ret)
+{
+	unsigned int mask = 0;
+	const char *p = arg;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		int g;
+
+		for (g = 0; g < _RDP_GROUP_MAX; g++)
+			if (n && strlen(rdp_check_group_name(g)) == n &&
+			    strncmp(p, rdp_check_group_name(g), n) == 0)
+				break;
+		if (g == _RDP_GROUP_MAX) {
+			fprintf(stderr, "rdma-dp %s: --group: '%.*s' is not a group (stack, plugin, "
+					"ports, pcie, placement, gpudirect, congestion, pod)\n",
+				cmd, (int)n, p);
+			return -EINVAL;
+		}
+		mask |= 1u << g;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	*ret = mask;
+	return 0;
+}
 
 int cmd_doctor(int argc, char **argv)
 {
@@ -107,6 +145,7 @@ int cmd_doctor(int argc, char **argv)
 		OPT_INTERVAL,
 		OPT_POD,
 		OPT_PID,
+		OPT_GROUP,
 		OPT_VERSION
 	};
 	static const struct option opts[] = {
@@ -118,6 +157,7 @@ int cmd_doctor(int argc, char **argv)
 		{"interval", required_argument, NULL, OPT_INTERVAL},
 		{"pod", no_argument, NULL, OPT_POD},
 		{"pid", required_argument, NULL, OPT_PID},
+		{"group", required_argument, NULL, OPT_GROUP},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -128,6 +168,7 @@ int cmd_doctor(int argc, char **argv)
 	const char *kubelet = RDP_DEFAULT_KUBELET_ROOT;
 	bool proc_given = false, pod = false;
 	unsigned long interval = DOCTOR_DEFAULT_INTERVAL_MS, pid = 0;
+	unsigned int groups = 0; /* 0: all of the mode's */
 	enum cli_output output = CLI_OUTPUT_TABLE;
 	struct rdp_doctor_report report = {};
 	struct rdp_doctor_ctx ctx = {.sys_fd = -1, .dev_fd = -1, .proc_fd = -1};
@@ -171,6 +212,10 @@ int cmd_doctor(int argc, char **argv)
 			if (parse_uint("--pid", optarg, 1, 0x7fffffff, &pid) < 0)
 				return 2;
 			break;
+		case OPT_GROUP:
+			if (parse_groups(optarg, &groups) < 0)
+				return 2;
+			break;
 		case 'o':
 			if (strcmp(optarg, "text") == 0)
 				output = CLI_OUTPUT_TABLE;
@@ -200,6 +245,12 @@ int cmd_doctor(int argc, char **argv)
 		fprintf(stderr, "rdma-dp %s: --pod and --pid exclude each other (see 'rdma-dp %s "
 				"--help')\n",
 			cmd, cmd);
+		return 2;
+	}
+	if (groups && ((pod || pid) ? groups != 1u << RDP_GROUP_POD
+				    : (groups & (1u << RDP_GROUP_POD)) != 0)) {
+		fprintf(stderr, "rdma-dp %s: --group: the pod group runs alone, with --pod or "
+				"--pid; the others on the node\n", cmd);
 		return 2;
 	}
 	if (!*kubelet || (config_file && !*config_file)) {
@@ -269,7 +320,8 @@ int cmd_doctor(int argc, char **argv)
 	} else {
 		k = 0;
 		for (size_t i = 0; i < ARRAY_SIZE(node_groups) && k >= 0; i++)
-			k = node_groups[i](&ctx, &report);
+			if (!groups || (groups & (1u << node_groups[i].group)))
+				k = node_groups[i].fn(&ctx, &report);
 	}
 	if (k == -ENOMEM)
 		goto oom;

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """`rdma-dp doctor`'s pcie, placement and gpudirect groups on the generated fixture nodes and
-on the planted faults of tests/fixtures/faults_pci.py, through tests/tools/doctor-pci-run
-(the groups as the CLI runs them, one JSON line per result). Each fault makes its check fail
+on the planted faults of tests/fixtures/faults_pci.py, through
+`rdma-dp doctor --group pcie,placement,gpudirect -o json`. Each fault makes its check fail
 (or warn, where that is the check's worst: an idle GPU, peermem, IOMMU mode) and nothing
 else in these groups fails or warns; the healthy nodes give no fail."""
 import json
@@ -19,24 +19,19 @@ import sysfsgen  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def tool():
-    build = os.environ.get("RDP_BUILD")
-    if not build:
-        pytest.skip("RDP_BUILD not set (run through ctest/make check)")
-    p = pathlib.Path(build) / "doctor-pci-run"
-    if not p.exists():
-        pytest.skip("%s not built" % p)
-    return p
+def tool(rdma_dp):
+    return rdma_dp
 
 
 def doctor(tool, node_dir):
     node_dir = pathlib.Path(node_dir)
-    args = [str(tool), str(node_dir / "sys"), str(node_dir / "dev")]
+    args = [str(tool), "doctor", "--group", "pcie,placement,gpudirect", "--sysfs-root",
+            str(node_dir / "sys"), "--dev-root", str(node_dir / "dev"), "-o", "json"]
     if (node_dir / "proc").is_dir():
-        args.append(str(node_dir / "proc"))
+        args += ["--proc-root", str(node_dir / "proc")]
     p = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert p.returncode in (0, 1), p.stderr
-    res = [json.loads(line) for line in p.stdout.splitlines()]
+    res = json.loads(p.stdout)["checks"]
     assert (p.returncode == 1) == any(r["status"] == "fail" for r in res)
     for r in res:
         assert set(r) == {"group", "id", "status", "subject", "finding", "symptom", "fix"}

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The pod group of `rdma-dp doctor` (src/doctor-pod.c) on proc trees made by
-tests/fixtures/podproc.py, through $RDP_BUILD/doctor-pod-run (one JSON line per result).
+tests/fixtures/podproc.py, through `rdma-dp doctor --pid 1 -o json` (or --pod with the container's roots).
 
 Every check: a healthy tree where it passes, a planted fault where it fails (or warns where
 that is its verdict) and NO other pod check fails."""
@@ -23,18 +23,21 @@ DGX_ALL = ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6",
 
 
 @pytest.fixture(scope="session")
-def tool():
-    build = os.environ.get("RDP_BUILD")
-    if not build or not (pathlib.Path(build) / "doctor-pod-run").exists():
-        pytest.skip("RDP_BUILD with doctor-pod-run not set (run through ctest/make check)")
-    return pathlib.Path(build) / "doctor-pod-run"
+def tool(rdma_dp):
+    return rdma_dp
 
 
 def run(tool, proc, pid=1, roots=()):
-    p = subprocess.run([str(tool), str(proc), str(pid), *map(str, roots)],
-                       capture_output=True, text=True, timeout=60)
+    """rdma-dp doctor on the pod's proc tree: --pid N, or (pid 0) --pod with the container's
+    sysfs and dev roots."""
+    args = [str(tool), "doctor", "--proc-root", str(proc), "-o", "json"]
+    if pid:
+        args += ["--pid", str(pid)]
+    else:
+        args += ["--pod", "--sysfs-root", str(roots[0]), "--dev-root", str(roots[1])]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert p.returncode in (0, 1), p.stderr
-    res = [json.loads(line) for line in p.stdout.splitlines()]
+    res = json.loads(p.stdout)["checks"]
     assert (p.returncode == 1) == any(r["status"] == "fail" for r in res)
     assert all(r["group"] == "pod" for r in res)
     return res

@@ -1,9 +1,8 @@
 """The doctor's "ports" and "congestion" groups (src/doctor-ports.c, src/doctor-congestion.c)
-through tests/tools/doctor-run (one group, JSON lines), on fixture nodes: the healthy
+through `rdma-dp doctor --group <group> -o json`, on fixture nodes: the healthy
 dgx-h100 with its config gives only `ok`; each planted fault of tests/fixtures/faults_ports.py
 makes exactly its check fail (or warn, for rate and MTU) and nothing else in the two groups;
-loss counters bumped by a thread between doctor's two samples are reported with their delta.
-(The CLI, `rdma-dp doctor -o json`, may replace doctor-run here later.)"""
+loss counters bumped by a thread between doctor's two samples are reported with their delta."""
 import json
 import os
 import pathlib
@@ -23,27 +22,24 @@ DGX_CONFIG = REPO / "tests" / "fixtures" / "configs" / "dgx.json"
 
 
 @pytest.fixture(scope="session")
-def doctor_run():
-    build = os.environ.get("RDP_BUILD")
-    if not build:
-        pytest.skip("RDP_BUILD not set (run through ctest/make check)")
-    p = pathlib.Path(build) / "doctor-run"
-    if not p.exists():
-        pytest.fail(f"{p} not built")
-    return p
+def doctor_run(rdma_dp):
+    return rdma_dp
 
 
 def run_group(doctor_run, node, group, *, config=None, interval=100, timeout=60):
-    args = [str(doctor_run), "--sysfs-root", str(node / "sys"), "--dev-root",
-            str(node / "dev"), "--interval", str(interval)]
+    """rdma-dp doctor --group <group> -o json on a node: its results."""
+    args = [str(doctor_run), "doctor", "--group", group, "--sysfs-root", str(node / "sys"),
+            "--dev-root", str(node / "dev"), "--interval", str(interval), "-o", "json"]
     if config:
-        args += ["--config", str(config)]
-    r = subprocess.run(args + [group], capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, r.stderr
+        args += ["--config-file", str(config)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode in (0, 1), r.stderr
     assert r.stderr == ""
-    res = [json.loads(line) for line in r.stdout.splitlines()]
+    res = json.loads(r.stdout)["checks"]
+    assert (r.returncode == 1) == any(x["status"] == "fail" for x in res)
     for x in res:
-        assert list(x) == ["id", "status", "subject", "finding", "symptom", "fix"]
+        assert list(x) == ["id", "group", "status", "subject", "finding", "symptom", "fix"]
+        assert x["group"] == group
         assert x["status"] in ("ok", "skip", "warn", "fail")
         if x["status"] in ("warn", "fail"):
             assert x["symptom"] and x["fix"], x
