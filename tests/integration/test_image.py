@@ -106,9 +106,11 @@ def test_image_holds_only_the_binary_and_the_notice(image):
     assert regular["rdma-dp"][1] & 0o111, "the binary is not executable"
     # no shell, no links, no devices: only directories besides the regular files
     assert all(typ in (tarfile.REGTYPE, tarfile.DIRTYPE) for _, _, _, typ in files), files
+    # A guard against a stray file or a dynamic build, not a size goal (README: Figures): the
+    # binary is ~1.5 MB stripped since the doctor's checks (their texts) and CDI landed.
     content = sum(size for size, _ in regular.values())
-    assert content <= 1.5 * MiB, "image content %d bytes > 1.5 MiB" % content
-    assert os.path.getsize(image["tar"]) <= 1.5 * MiB
+    assert content <= 2 * MiB, "image content %d bytes > 2 MiB" % content
+    assert os.path.getsize(image["tar"]) <= 2 * MiB
     # reproducible: files and config carry the fixed --timestamp 0 date
     assert config["created"].startswith("1970-01-01")
     print(image["report"])
