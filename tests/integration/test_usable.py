@@ -3,15 +3,11 @@
 nodes whose /dev does not match sysfs. A pool of unusable devices stays registered with its
 units Unhealthy and Allocate fails with FAILED_PRECONDITION naming the device and the problem;
 Allocate never hands out a node whose number is not the one sysfs names."""
-import json
 import os
 import time
-import pathlib
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 
 import grpc
 import pytest
@@ -20,43 +16,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet as K  # noqa: E402
 
 
-class Env:
-    """A short temp kubelet root, the fake kubelet, daemons; all torn down at the end."""
+class Env(K.TestEnv):
+    """kubelet.TestEnv, and copies of fixture nodes to break."""
 
     def __init__(self, binary, fixtures):
-        self.binary = binary
-        self.fixtures = fixtures
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdpu"))
-        self.root = self.dir / "k"
-        self.root.mkdir()
-        self.kubelet = K.FakeKubelet(self.root).start()
-        self.daemons = []
-
-    def config(self, resources):
-        p = self.dir / "config.json"
-        p.write_text(json.dumps({"periodicUpdateInterval": 300, "configList": resources}))
-        return p
+        super().__init__(binary, fixtures, prefix="rdpu")
 
     def copy(self, node):
         dst = self.dir / node
         subprocess.run(["cp", "-a", str(self.fixtures / node), str(dst)], check=True)
         return dst
-
-    def daemon(self, config, node_dir):
-        d = K.Daemon(self.binary, config=config, sysfs=node_dir / "sys", dev=node_dir / "dev",
-                     kubelet_root=self.root, verbose=True)
-        self.daemons.append(d)
-        return d
-
-    def close(self):
-        for d in self.daemons:
-            if d.proc.poll() is None:
-                try:
-                    d.stop(60)
-                except Exception:  # noqa: BLE001
-                    d.kill()
-        self.kubelet.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @pytest.fixture
