@@ -950,11 +950,6 @@ static int cmp_unit_ptr(const void *a, const void *b)
 	return (x > y) - (x < y); /* unit_v is in ID order */
 }
 
-static int cmp_str_key(const void *key, const void *e)
-{
-	return strcmp(key, *(char *const *)e);
-}
-
 /* Appends copies of src's variables to dst (room made). Returns 0 or -ENOMEM. */
 static int env_append(struct rdp_env *dst, const struct rdp_env *src)
 {
@@ -1000,7 +995,7 @@ static int build_cont(const struct rdp_dp_state *s, const struct rdp_dp_cdi *cdi
 		qsort(us, n, sizeof(*us), cmp_unit_ptr);
 	for (size_t i = 0; by_cdi && i < n; i++)
 		if (!us[i] || !bsearch(us[i]->id, cdi->ids, cdi->n_ids, sizeof(*cdi->ids),
-				       cmp_str_key)) {
+				       cmp_str_ptr)) {
 			by_cdi = false;
 			*fallback = true;
 		}
