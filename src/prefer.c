@@ -116,30 +116,21 @@ out:
 	return r;
 }
 
-/* rdp_topo_level() on interned chains (the same rules, see topology.h). */
+/* rdp_topo_level() on interned chains: the chains compared as integers, the same rule. */
 static enum rdp_topo_level level(const struct ctx *c, size_t a, size_t b)
 {
 	const struct spot *x = &c->spots[a], *y = &c->spots[b];
-	const uint32_t *ia, *ib;
-	size_t k = 0, ba, bb;
+	bool no_path = !x->len || !y->len, same_root = !no_path && x->root == y->root;
+	size_t k = 0;
 
-	if (x->place == y->place)
-		return RDP_TOPO_X;
-	if (!x->len || !y->len)
-		return RDP_TOPO_NONE;
-	if (x->root != y->root)
-		return x->numa == y->numa ? RDP_TOPO_NODE : RDP_TOPO_SYS;
-	ia = c->ids + x->off;
-	ib = c->ids + y->off;
-	while (k < x->len && k < y->len && ia[k] == ib[k])
-		k++;
-	if (k == 0)
-		return RDP_TOPO_PHB;
-	if (k == x->len || k == y->len)
-		return RDP_TOPO_PIX;
-	ba = x->len - k - 1;
-	bb = y->len - k - 1;
-	return ba <= 1 && bb <= 1 ? RDP_TOPO_PIX : RDP_TOPO_PXB;
+	if (same_root) {
+		const uint32_t *ia = c->ids + x->off, *ib = c->ids + y->off;
+
+		while (k < x->len && k < y->len && ia[k] == ib[k])
+			k++;
+	}
+	return rdp_topo_level_rule(x->place == y->place, no_path, same_root, x->numa == y->numa,
+				   k, x->len, y->len);
 }
 
 /* The candidates of a growth: groups of units that are interchangeable up to their index

@@ -354,23 +354,15 @@ fail:
 
 enum rdp_topo_level rdp_topo_level(const struct rdp_topo_dev *a, const struct rdp_topo_dev *b)
 {
-	size_t k = 0, ba, bb;
+	bool no_path = a->is_virtual || b->is_virtual || a->n_chain == 0 || b->n_chain == 0;
+	bool same_root = !no_path && strcmp(a->pcie_root, b->pcie_root) == 0;
+	size_t k = 0;
 
-	if (a == b)
-		return RDP_TOPO_X;
-	if (a->is_virtual || b->is_virtual || a->n_chain == 0 || b->n_chain == 0)
-		return RDP_TOPO_NONE;
-	if (strcmp(a->pcie_root, b->pcie_root) != 0)
-		return a->numa_node == b->numa_node ? RDP_TOPO_NODE : RDP_TOPO_SYS;
-	while (k < a->n_chain && k < b->n_chain && strcmp(a->chain[k], b->chain[k]) == 0)
+	while (same_root && a != b && k < a->n_chain && k < b->n_chain &&
+	       strcmp(a->chain[k], b->chain[k]) == 0)
 		k++;
-	if (k == 0)
-		return RDP_TOPO_PHB;
-	if (k == a->n_chain || k == b->n_chain)
-		return RDP_TOPO_PIX; /* the same function, or one below the other */
-	ba = a->n_chain - k - 1;
-	bb = b->n_chain - k - 1;
-	return ba <= 1 && bb <= 1 ? RDP_TOPO_PIX : RDP_TOPO_PXB;
+	return rdp_topo_level_rule(a == b, no_path, same_root, a->numa_node == b->numa_node, k,
+				   a->n_chain, b->n_chain);
 }
 
 void rdp_topo_closest_gpus(const struct rdp_topo *t, size_t i, enum rdp_topo_level *ret_level,

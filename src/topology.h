@@ -125,6 +125,31 @@ void rdp_topo_dev_done(struct rdp_topo_dev *d);
 /* The level between a and b (see the top of this file). Pure, symmetric. */
 enum rdp_topo_level rdp_topo_level(const struct rdp_topo_dev *a, const struct rdp_topo_dev *b);
 
+/*
+ * The rule of rdp_topo_level() from what it compares, for callers that compare chains their
+ * own way (prefer.c, on interned chains): same_entry, the same model entry; no_path, either
+ * has no PCIe path (virtual, empty chain); same_root and same_numa of the two; common, the
+ * length of the chains' common prefix (only read with same_root), len_a and len_b theirs.
+ */
+static inline enum rdp_topo_level rdp_topo_level_rule(bool same_entry, bool no_path,
+						      bool same_root, bool same_numa,
+						      size_t common, size_t len_a, size_t len_b)
+{
+	if (same_entry)
+		return RDP_TOPO_X;
+	if (no_path)
+		return RDP_TOPO_NONE;
+	if (!same_root)
+		return same_numa ? RDP_TOPO_NODE : RDP_TOPO_SYS;
+	if (common == 0)
+		return RDP_TOPO_PHB;
+	if (common == len_a || common == len_b)
+		return RDP_TOPO_PIX; /* the same function, or one below the other */
+	/* Below the deepest common function: at most one bridge on each side stays in one
+	 * switch (its downstream port); more crosses bridges without the host bridge. */
+	return len_a - common - 1 <= 1 && len_b - common - 1 <= 1 ? RDP_TOPO_PIX : RDP_TOPO_PXB;
+}
+
 /* "X", "PIX", "PXB", "PHB", "NODE", "SYS", "-" (RDP_TOPO_NONE). */
 const char *rdp_topo_level_name(enum rdp_topo_level l);
 /* The legend line for a level (nvidia-smi's wording), NULL for none. */
