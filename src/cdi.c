@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "fileio.h"
 #include "macro.h"
 
 #define FILE_PREFIX RDP_CDI_VENDOR "-"
@@ -414,24 +415,6 @@ static int same_content(int dirfd, const char *name, const char *json, size_t le
 	return got == len && memcmp(buf, json, len) == 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Creates ".rdma-dp.io-<class>.XXXXXX.tmp" (O_EXCL) in dirfd; its name into tmp. */
 static int create_temp(int dirfd, const char *class, char *tmp, size_t size)
 {
@@ -502,7 +485,7 @@ int rdp_cdi_write_at(int dirfd, const char *class, const char *json)
 	fd = create_temp(dirfd, class, tmp, sizeof(tmp));
 	if (fd < 0)
 		return fd;
-	r = write_all(fd, json, len);
+	r = rdp_write_all(fd, json, len);
 	if (r >= 0 && fsync(fd) < 0)
 		r = -errno;
 	if (r >= 0 && fchmod(fd, 0644) < 0)

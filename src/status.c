@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "fileio.h"
 #include "macro.h"
 
 int rdp_state_dir(const char *sock_dir, char **ret)
@@ -245,7 +246,6 @@ int rdp_status_write(const char *dir, const struct rdp_status *s)
 {
 	_cleanup_free_ char *text = NULL, *path = NULL, *tmp = NULL;
 	_cleanup_close_ int fd = -1;
-	size_t len, off = 0;
 	int k;
 
 	k = rdp_status_format(s, &text);
@@ -260,18 +260,10 @@ int rdp_status_write(const char *dir, const struct rdp_status *s)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;
-	len = strlen(text);
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			k = n < 0 ? -errno : -EIO;
-			unlink(tmp);
-			return k;
-		}
-		off += (size_t)n;
+	k = rdp_write_all(fd, text, strlen(text));
+	if (k < 0) {
+		unlink(tmp);
+		return k;
 	}
 	if (close(TAKE_FD(fd)) < 0) {
 		k = -errno;
