@@ -10,6 +10,20 @@
 #include "discovery.h"
 #include "sysfs.h"
 
+int cli_print_json(json_t *doc)
+{
+	int r;
+
+	if (!doc)
+		return -ENOMEM;
+	r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (r < 0)
+		return -EIO;
+	fputc('\n', stdout);
+	return 0;
+}
+
 int cli_parse_output(const char *cmd, const char *arg, enum cli_output *ret)
 {
 	if (strcmp(arg, "table") == 0) {

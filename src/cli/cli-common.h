@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers the sub-commands share: roots, output formats, messages in one style. */
 #pragma once
+#include <jansson.h>
 #include <stdio.h>
 
 enum cli_output {
 	CLI_OUTPUT_TABLE,
 	CLI_OUTPUT_JSON,
 };
+
+/*
+ * Prints doc (taken over, freed) on stdout as the `-o json` of every command: indented, keys
+ * in order, a final newline. 0, -ENOMEM for a NULL doc, -EIO.
+ */
+int cli_print_json(json_t *doc);
 
 /* "table" / "json" -> *ret; otherwise prints "rdma-dp CMD: invalid output format ..." */
 int cli_parse_output(const char *cmd, const char *arg, enum cli_output *ret);

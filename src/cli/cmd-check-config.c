@@ -644,11 +644,7 @@ static int json_report(const char *path, const struct rdp_config *c, const struc
 		json_decref(o);
 		return -ENOMEM;
 	}
-	r = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ? -EIO : 0;
-	if (r == 0)
-		fputc('\n', stdout);
-	json_decref(o);
-	return r;
+	return cli_print_json(o);
 }
 
 int cmd_check_config(int argc, char **argv)

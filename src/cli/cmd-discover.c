@@ -303,12 +303,7 @@ static int print_json(const struct rdp_host *h, int sys)
 		json_decref(doc);
 		return r;
 	}
-	r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(doc);
-	if (r < 0)
-		return -EIO;
-	fputc('\n', stdout);
-	return 0;
+	return cli_print_json(doc);
 }
 
 int cmd_discover(int argc, char **argv)

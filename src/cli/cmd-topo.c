@@ -241,12 +241,7 @@ static int print_json(const struct rdp_topo *t, const struct rdp_host *h)
 		json_decref(doc);
 		return -ENOMEM;
 	}
-	r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(doc);
-	if (r < 0)
-		return -EIO;
-	fputc('\n', stdout);
-	return 0;
+	return cli_print_json(doc);
 }
 
 int cmd_topo(int argc, char **argv)
