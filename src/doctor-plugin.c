@@ -65,12 +65,14 @@ static int check_config(const struct rdp_doctor_ctx *c, struct rdp_doctor_report
 			      c->config->n_resources == 1 ? "" : "s");
 }
 
-static bool status_has(const struct rdp_status *st, const char *name)
+/* The daemon's status of resource name, or NULL (no daemon, or it does not serve it). */
+static const struct rdp_status_resource *status_find(const struct rdp_status *st,
+						     const char *name)
 {
-	for (size_t i = 0; i < st->n_resources; i++)
+	for (size_t i = 0; st && i < st->n_resources; i++)
 		if (strcmp(st->resources[i].name, name) == 0)
-			return true;
-	return false;
+			return &st->resources[i];
+	return NULL;
 }
 
 static int check_sockets(const struct rdp_doctor_ctx *c, struct rdp_doctor_report *r)
@@ -145,7 +147,7 @@ static int check_sockets(const struct rdp_doctor_ctx *c, struct rdp_doctor_repor
 	for (size_t i = 0; c->config && i < c->config->n_resources && k >= 0; i++) {
 		const char *name = c->config->resources[i].full_name;
 
-		if (!status_has(st, name))
+		if (!status_find(st, name))
 			k = rdp_doctor_add(r, RDP_GROUP_PLUGIN, "plugin.sockets", RDP_CHECK_WARN,
 					   name, pending,
 					   "wait for the daemon to apply the config (it follows the "
@@ -185,15 +187,6 @@ static const char *unusable_cause(const struct rdp_doctor_report *r, enum rdp_us
 	default:
 		return NULL;
 	}
-}
-
-/* What the running daemon told kubelet about resource name (NULL: no daemon or unknown). */
-static const struct rdp_status_resource *told(const struct rdp_status *st, const char *name)
-{
-	for (size_t i = 0; st && i < st->n_resources; i++)
-		if (strcmp(st->resources[i].name, name) == 0 && st->resources[i].units >= 0)
-			return &st->resources[i];
-	return NULL;
 }
 
 /*
@@ -242,7 +235,10 @@ static int check_units(const struct rdp_doctor_ctx *c, struct rdp_doctor_report 
 		snprintf(fix, sizeof(fix),
 			 "see what each selector matches: rdma-dp check-config -c %s",
 			 c->config_path ? c->config_path : "<config>");
-		t = told(status, name);
+		/* What the daemon told kubelet (units -1: a daemon that did not say). */
+		t = status_find(status, name);
+		if (t && t->units < 0)
+			t = NULL;
 		if (t && (t->units != (long long)st.units || t->healthy != (long long)healthy))
 			k = rdp_doctor_add(
 				r, RDP_GROUP_PLUGIN, "plugin.units", RDP_CHECK_FAIL, name,
