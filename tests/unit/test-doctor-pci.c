@@ -404,26 +404,18 @@ static void test_vfs(const char *fixtures)
 
 int main(void)
 {
-	const char *fixtures = getenv("RDP_FIXTURES");
-	char probe[PATH_MAX];
+	const char *fixtures;
 
 	test_parse_speed();
 	test_link_math();
 	test_placement_levels();
 	test_placement_prefers_active();
 	test_no_gpu_no_model();
+	fixtures = test_fixtures_dir("test-doctor-pci");
 	if (fixtures) {
-		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", fixtures);
-		if (access(probe, F_OK) == 0) {
-			test_dgx(fixtures);
-			test_hgx(fixtures);
-			test_vfs(fixtures);
-		} else {
-			printf("test-doctor-pci: no fixtures in %s, skipped the fixture tests\n",
-			       fixtures);
-		}
-	} else {
-		printf("test-doctor-pci: RDP_FIXTURES not set, skipped the fixture tests\n");
+		test_dgx(fixtures);
+		test_hgx(fixtures);
+		test_vfs(fixtures);
 	}
 	return test_summary("test-doctor-pci");
 }

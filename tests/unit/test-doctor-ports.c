@@ -336,18 +336,14 @@ static void test_fixtures(const char *fixtures)
 
 int main(void)
 {
-	const char *fixtures = getenv("RDP_FIXTURES");
-	char probe[PATH_MAX];
+	const char *fixtures;
 
 	test_roce_mtu();
 	test_hand_made();
 	test_link_layer();
+	fixtures = test_fixtures_dir("test-doctor-ports");
 	if (fixtures) {
-		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", fixtures);
-		if (access(probe, F_OK) == 0)
-			test_fixtures(fixtures);
-	} else {
-		printf("test-doctor-ports: RDP_FIXTURES not set, skipped the fixture-node tests\n");
+		test_fixtures(fixtures);
 	}
 	return test_summary("test-doctor-ports");
 }

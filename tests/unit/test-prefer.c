@@ -626,26 +626,18 @@ static void test_vm_passthrough(const char *fixtures)
 
 int main(void)
 {
-	const char *fixtures = getenv("RDP_FIXTURES");
-	char probe[PATH_MAX];
+	const char *fixtures;
 
 	test_levels_order();
 	test_flat_and_virtual();
 	test_random();
 	test_enomem();
 	test_big();
+	fixtures = test_fixtures_dir("test-prefer");
 	if (fixtures) {
-		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", fixtures);
-		if (access(probe, F_OK) == 0) {
-			test_dgx(fixtures);
-			test_two_socket_vfs(fixtures);
-			test_vm_passthrough(fixtures);
-		} else {
-			printf("test-prefer: no fixtures in %s, skipped the fixture-node tests\n",
-			       fixtures);
-		}
-	} else {
-		printf("test-prefer: RDP_FIXTURES not set, skipped the fixture-node tests\n");
+		test_dgx(fixtures);
+		test_two_socket_vfs(fixtures);
+		test_vm_passthrough(fixtures);
 	}
 	return test_summary("test-prefer");
 }

@@ -340,21 +340,15 @@ static void test_empty(void)
 
 int main(void)
 {
-	const char *fixtures = getenv("RDP_FIXTURES");
-	char probe[PATH_MAX];
+	const char *fixtures;
 
 	test_parse_path();
 	test_levels();
 	test_empty();
+	fixtures = test_fixtures_dir("test-topology");
 	if (fixtures) {
-		snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", fixtures);
-		if (access(probe, F_OK) == 0) {
-			test_dgx(fixtures);
-			test_flat(fixtures);
-		} else {
-			printf("test-topology: no fixtures in %s, skipped the node tests\n",
-			       fixtures);
-		}
+		test_dgx(fixtures);
+		test_flat(fixtures);
 	}
 	return test_summary("test-topology");
 }

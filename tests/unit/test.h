@@ -4,9 +4,11 @@
  * "N passed, N failed" that CI reads.
  */
 #pragma once
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int test_passed, test_failed;
 
@@ -61,4 +63,25 @@ static inline int test_summary(const char *name)
 {
 	printf("%s: %d passed, %d failed\n", name, test_passed, test_failed);
 	return test_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/*
+ * The generated fixture nodes ($RDP_FIXTURES, set by ctest), or NULL after saying why the
+ * fixture tests of test `name` are skipped (not set, or no dgx-h100 node in it).
+ */
+static inline const char *test_fixtures_dir(const char *name)
+{
+	const char *dir = getenv("RDP_FIXTURES");
+	char probe[PATH_MAX];
+
+	if (!dir) {
+		printf("%s: RDP_FIXTURES not set, skipped the fixture-node tests\n", name);
+		return NULL;
+	}
+	snprintf(probe, sizeof(probe), "%s/dgx-h100/sys", dir);
+	if (access(probe, F_OK) != 0) {
+		printf("%s: no fixtures in %s, skipped the fixture-node tests\n", name, dir);
+		return NULL;
+	}
+	return dir;
 }
