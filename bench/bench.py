@@ -548,8 +548,13 @@ def table(res, mach):
                 same.append(k)
     rows.append("")
     rows.append("Same answers from both (first snapshot: units and bytes; Allocate: device specs "
-                "and bytes): %s." % ("yes, in every scenario" if not same else
-                                     "**NO** in " + ", ".join(same)))
+                "and bytes, without the variables rdma-dp adds): %s." % (
+                    "yes, in every scenario" if not same else "**NO** in " + ", ".join(same)))
+    ev = res["main"]["rdma-dp"].get("allocate_envs")
+    if ev:
+        rows.append("rdma-dp's Allocate answer also carries %d variable(s) "
+                    "(RDMA_DEVICE_<RESOURCE>, no envFromDevices in the bench's config): %d bytes."
+                    % (ev["envs"], ev["bytes"]))
 
     # goals
     rss = R["rss_allocs"]["VmRSS"]

@@ -426,8 +426,16 @@ func main() {
 				if len(r.ContainerResponses) != 1 || len(r.ContainerResponses[0].Devices) == 0 {
 					die("Allocate: no device in %v", r)
 				}
+				// The device specs alone (what the shared plugin answers) and the
+				// variables rdma-dp adds beside them (RDMA_DEVICE_<RESOURCE>...).
+				bare := proto.Clone(r).(*pb.AllocateResponse)
+				for _, c := range bare.ContainerResponses {
+					c.Envs = nil
+				}
 				res["allocate_response"] = map[string]int{"devices": len(r.ContainerResponses[0].Devices),
-					"bytes": proto.Size(r)}
+					"bytes": proto.Size(bare)}
+				res["allocate_envs"] = map[string]int{"envs": len(r.ContainerResponses[0].Envs),
+					"bytes": proto.Size(r) - proto.Size(bare)}
 			}
 		}
 		res["allocate_wall_ns"] = time.Since(t0).Nanoseconds()
