@@ -541,6 +541,9 @@ static void conn_answer(struct conn *c, int status)
 	case 500:
 		body = "internal server error\n";
 		break;
+	case 505:
+		body = "only HTTP/1.x is served\n";
+		break;
 	default:
 		status = 400;
 		body = "bad request\n";
@@ -550,7 +553,7 @@ static void conn_answer(struct conn *c, int status)
 		c->close_after = true;
 	if (status == 429)
 		s->stats.rate_limited++;
-	else if (status != 404 && status != 408 && status != 500)
+	else if (status != 404 && status != 408 && status != 500 && status != 505)
 		s->stats.bad_requests++;
 	conn_queue(c, status, "text/plain; charset=utf-8", (char *)body, false, strlen(body),
 		   extra);
@@ -630,6 +633,7 @@ static void conn_parse(struct conn *c)
 
 	while (c->state == CONN_READING && c->in_len > 0) {
 		size_t n, cap = c->in_len;
+		bool was_done = c->headers_done;
 		enum http_errno err;
 
 		if (!c->headers_done && cap > l->max_header_bytes + 1 - c->hdr_bytes)
@@ -637,10 +641,16 @@ static void conn_parse(struct conn *c)
 		n = http_parser_execute(&c->parser, &parser_settings, c->in + c->in_off, cap);
 		if (n > cap)
 			n = cap;
-		if (!c->headers_done)
-			c->hdr_bytes += n;
 		c->in_off += n;
 		c->in_len -= n;
+		if (!was_done) {
+			/* the headers ended in this chunk, or not yet: either way it counts */
+			c->hdr_bytes += n;
+			if (c->hdr_bytes > l->max_header_bytes) {
+				conn_answer(c, 431);
+				break;
+			}
+		}
 		err = HTTP_PARSER_ERRNO(&c->parser);
 		if (err == HPE_PAUSED) {
 			conn_dispatch(c);
@@ -648,10 +658,6 @@ static void conn_parse(struct conn *c)
 		}
 		if (err != HPE_OK) {
 			conn_answer(c, c->reject ? c->reject : status_for_parse_error(err));
-			break;
-		}
-		if (!c->headers_done && c->hdr_bytes > l->max_header_bytes) {
-			conn_answer(c, 431);
 			break;
 		}
 		if (n == 0) { /* cannot happen with http-parser; never spin */
@@ -897,7 +903,9 @@ static int on_headers_complete(http_parser *p)
 	size_t off, len;
 
 	c->headers_done = true;
-	if (p->method != HTTP_GET && p->method != HTTP_HEAD)
+	if (p->http_major != 1)
+		c->reject = 505;
+	else if (p->method != HTTP_GET && p->method != HTTP_HEAD)
 		c->reject = 405;
 	else if (p->uses_transfer_encoding || (p->flags & F_CHUNKED))
 		c->reject = 400;

@@ -15,6 +15,7 @@
  *   417 any Expect header (100-continue included: there is no body to continue with)
  *   429 over the server's request rate (with "Retry-After: N")
  *   431 request line + headers longer than max_header_bytes
+ *   505 an HTTP version other than 1.x
  *   503 (on accept) max_connections already open
  * Every one but 404 closes the connection after its small text/plain body. Responses carry
  * Content-Type, Content-Length and "Cache-Control: no-store"; HEAD gets the same headers and
