@@ -65,7 +65,7 @@ static void handler(struct rdp_http_request *r, void *userdata)
 static bool code_allowed(const char *p)
 {
 	static const char *const ok[] = { "200", "204", "400", "404", "405", "408", "413",
-					  "414", "417", "429", "431", "500", "503" };
+					  "414", "417", "429", "431", "500", "503", "505" };
 	size_t i;
 
 	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
