@@ -737,8 +737,10 @@ static void conn_read(struct conn *c)
 	}
 	c->in_len += (size_t)n;
 	if (!c->started) {
+		/* a new connection's first deadline runs from accept already */
 		c->started = true;
-		conn_set_timer(c, TIMER_REQUEST);
+		if (c->timer_kind != TIMER_REQUEST)
+			conn_set_timer(c, TIMER_REQUEST);
 	}
 	conn_parse(c);
 }
@@ -903,6 +905,7 @@ static int on_headers_complete(http_parser *p)
 	size_t off, len;
 
 	c->headers_done = true;
+	c->req.head = p->method == HTTP_HEAD; /* so that HEAD gets no body, errors included */
 	if (p->http_major != 1)
 		c->reject = 505;
 	else if (p->method != HTTP_GET && p->method != HTTP_HEAD)
@@ -1286,8 +1289,10 @@ size_t rdp_http_conn_feed(struct rdp_http_conn *mc, const void *data, size_t len
 	c->in_len += n;
 	if (c->state == CONN_READING && n) {
 		if (!c->started) {
+			/* a new connection's first deadline runs from accept already */
 			c->started = true;
-			conn_set_timer(c, TIMER_REQUEST);
+			if (c->timer_kind != TIMER_REQUEST)
+				conn_set_timer(c, TIMER_REQUEST);
 		}
 		conn_parse(c);
 	}

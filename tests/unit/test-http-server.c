@@ -325,6 +325,12 @@ static void test_memory(void)
 		"HTTP/1.1 417 Expectation Failed\r\n", true, NULL);
 	mem_one(NULL, "GET /nope HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found\r\n", false,
 		"not found\n");
+	/* HEAD gets no body, refusals included */
+	mem_open(&m, NULL);
+	mem_send(&m, "HEAD /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+	EXPECT_TRUE(!strncmp(m.out, "HTTP/1.1 413 ", 13));
+	EXPECT_TRUE(strstr(m.out, "\r\n\r\n") && !strstr(m.out, "\r\n\r\n")[4]);
+	mem_close(&m);
 
 	/* 414: a URL over max_url; 431: headers over max_header_bytes, whatever the chunking */
 	memset(big, 'u', sizeof(big));
