@@ -54,6 +54,7 @@ struct res {
 	enum res_cdi cdi;
 	char cdi_class[RDP_CDI_CLASS_MAX];
 	unsigned int env_omitted_logged; /* computed variables whose omission was logged */
+	struct rdp_resource_counters counters;
 	struct res *retiring_next;
 };
 
@@ -198,6 +199,13 @@ static void on_dp_call(const struct rdp_dp_call_info *info, void *userdata)
 		watch_streams(r);
 		return;
 	}
+	if (strcmp(info->method, "Allocate") == 0) {
+		r->counters.allocate_calls++;
+		if (info->code != RDP_GRPC_OK)
+			r->counters.allocate_errors++;
+	} else if (strcmp(info->method, "GetPreferredAllocation") == 0) {
+		r->counters.preferred_calls++;
+	}
 	if (info->code != RDP_GRPC_OK) {
 		rdp_log(RDP_LOG_WARNING, "call-failed",
 			"resource=%s method=%s call=%llu code=%s msg=%s", r->full_name,
@@ -232,6 +240,12 @@ static void on_dp_call(const struct rdp_dp_call_info *info, void *userdata)
 	}
 	rdp_log(RDP_LOG_DEBUG, "call", "resource=%s method=%s call=%llu", r->full_name,
 		info->method, (unsigned long long)info->call_id);
+}
+
+static void count_registration(struct res *r)
+{
+	if (r->counters.registrations++ > 0)
+		r->counters.reregistrations++;
 }
 
 static void on_register_attempt(void *userdata, unsigned int attempt)
@@ -278,6 +292,7 @@ static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
 	}
 	if (ok) {
 		r->reg_failures = 0;
+		count_registration(r);
 		transition(r, RDP_RES_EV_ACCEPTED);
 		rdp_log(RDP_LOG_INFO, "registered",
 			"resource=%s endpoint=%s mode=kubelet-sock units=%u healthy=%u",
@@ -287,6 +302,7 @@ static void on_register_done(void *userdata, int error, enum rdp_grpc_code code,
 		return;
 	}
 	transition(r, RDP_RES_EV_REJECTED);
+	r->counters.register_failures++;
 	failures = ++r->reg_failures;
 	/* Log the 1st, 2nd, 4th, 8th... failure in a row: kubelet may be away for long. */
 	rdp_log((failures & (failures - 1)) == 0 ? RDP_LOG_WARNING : RDP_LOG_DEBUG,
@@ -351,6 +367,7 @@ static void on_watcher_status(void *userdata, bool registered, const char *error
 	}
 	if (registered) {
 		r->reg_failures = 0;
+		count_registration(r);
 		r->backoff_usec = 0;
 		arm(r, 0);
 		transition(r, RDP_RES_EV_ACCEPTED);
@@ -366,6 +383,7 @@ static void on_watcher_status(void *userdata, bool registered, const char *error
 	 */
 	transition(r, RDP_RES_EV_REJECTED);
 	r->reg_failures++;
+	r->counters.register_failures++;
 	retry = rdp_backoff_next(&r->backoff_usec, RDP_RES_REJECT_BACKOFF_MIN_USEC,
 				 RDP_RES_REJECT_BACKOFF_MAX_USEC);
 	r->restart_pending = true;
@@ -1144,6 +1162,9 @@ size_t rdp_resources_status(const struct rdp_resources *s, struct rdp_resource_s
 			.healthy_units = rdp_dp_state_healthy_units(st),
 			.streams = rdp_dp_service_streams(r->dp),
 			.serving = r->server != NULL,
+			.n_devices = st->n_devices,
+			.n_usable = st->n_usable,
+			.counters = r->counters,
 		};
 	}
 	return i;

@@ -120,7 +120,20 @@ void rdp_resources_apply_pending(struct rdp_resources *s);
 int rdp_resources_set_mode(struct rdp_resources *s, enum rdp_registration_mode mode,
 			   const char *sock_dir);
 
-/* What the daemon serves, for the status the liveness probe reads. */
+/*
+ * What happened to a resource since it was configured (the metrics endpoint's counters; they
+ * start at 0 when a resource is added and survive reloads that keep it).
+ */
+struct rdp_resource_counters {
+	uint64_t allocate_calls; /* Allocate calls answered, OK or not */
+	uint64_t allocate_errors; /* of which answered with an error */
+	uint64_t preferred_calls; /* GetPreferredAllocation calls answered */
+	uint64_t registrations; /* registrations kubelet accepted */
+	uint64_t reregistrations; /* of which after the first (kubelet restart, socket lost...) */
+	uint64_t register_failures; /* Register failed, or NotifyRegistrationStatus(false) */
+};
+
+/* What the daemon serves, for the status the liveness probe reads, and the metrics. */
 struct rdp_resource_status {
 	const char *full_name;
 	const char *sock_path;
@@ -130,6 +143,8 @@ struct rdp_resource_status {
 	size_t healthy_units; /* the units advertised Healthy */
 	size_t streams;
 	bool serving; /* its socket exists and is ours */
+	size_t n_devices, n_usable; /* devices in the pool; of which usable */
+	struct rdp_resource_counters counters;
 };
 /* Fills v[0..n) (n >= count) with the configured resources, in config order. */
 size_t rdp_resources_status(const struct rdp_resources *s, struct rdp_resource_status *v,
