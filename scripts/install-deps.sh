@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages the build and the tests need, and only those missing.
 #   scripts/install-deps.sh         the build and the tests (make, make check); golang-go and the
 #                                   reference CDI library (v0.5.2) build the spec validator of
-#                                   tests/tools/cdi-validate (it pulls in ~65 -dev packages)
+#                                   tests/tools/cdi-validate (it pulls in ~65 -dev packages);
+#                                   prometheus for promtool (tests/integration/test_metrics_cli.py)
 #   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
 #                                   the Go floor and kubelet (bench/), valgrind for callgrind
 set -eu
@@ -14,7 +15,8 @@ pkgs="build-essential cmake pkg-config libnghttp2-dev libprotobuf-c-dev protobuf
 libjansson-dev libhttp-parser-dev protobuf-compiler python3-grpcio python3-protobuf python3-pytest
 clang libclang-rt-14-dev
 python3-yaml python3-h2 buildah podman runc valgrind busybox-static
-golang-go golang-github-container-orchestrated-devices-container-device-interface-dev"
+golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
+prometheus"
 fi
 missing=""
 for p in $pkgs; do

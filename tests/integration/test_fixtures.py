@@ -18,7 +18,7 @@ import sysfsgen  # noqa: E402
 GEN = REPO / "tests" / "fixtures" / "gen-fixtures.py"
 NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag", "irdma-bnxt", "rxe",
          "no-rdma", "broken", "exclusive", "port-down", "two-socket-vfs", "vm-passthrough",
-         "hgx-pix"]
+         "hgx-pix", "renamed"]
 RDMA_NODES = [n for n in NODES if n != "no-rdma"]
 UNREADABLE_OK = re.compile(r"/ports/\d+/gid_attrs/(types|ndevs)/\d+$")
 DANGLING_OK = {("broken", "class/infiniband/mlx5_4")}
@@ -447,6 +447,32 @@ def test_broken(fixtures_dir):
     assert (root / "dev/infiniband/umad5").exists()
     assert not (root / "dev/infiniband/rdma_cm").exists()
     assert val(c / "mlx5_0/ports/1/state") == "4: ACTIVE"
+
+
+def test_renamed(fixtures_dir):
+    c = fixtures_dir / "renamed/sys/class/infiniband"
+    assert ibdevs(fixtures_dir / "renamed/sys") == ["ibp24s0", "rocep41s0f0"]
+    assert val(c / "ibp24s0/ports/1/counters/symbol_error") == "65535"
+    assert val(c / "rocep41s0f0/ports/1/counters/port_rcv_switch_relay_errors") == \
+        "N/A (no PMA)"
+    # udev renamed them: the hw counters are there all the same
+    assert (c / "ibp24s0/ports/1/hw_counters/local_ack_timeout_err").exists()
+    assert (c / "rocep41s0f0/ports/1/hw_counters/np_cnp_sent").exists()
+
+
+def test_pma_counters(fixtures_dir):
+    """mlx5 ports have the kernel's whole counters/ set, traffic differing per device;
+    irdma, bnxt_re and rxe have no counters/ (no process_mad)."""
+    c = fixtures_dir / "dgx-h100/sys/class/infiniband"
+    names = sorted(p.name for p in (c / "mlx5_0/ports/1/counters").iterdir())
+    assert names == sorted(sysfsgen.PMA_COUNTERS_MLX5)
+    data = {d: val(c / d / "ports/1/counters/port_xmit_data") for d in ("mlx5_0", "mlx5_3")}
+    assert data["mlx5_0"] != data["mlx5_3"] and int(data["mlx5_0"]) > 0
+    for node, dev in (("irdma-bnxt", "irdma0"), ("irdma-bnxt", "bnxt_re0"), ("rxe", "rxe0")):
+        assert not (fixtures_dir / node / "sys/class/infiniband" / dev /
+                    "ports/1/counters").exists()
+    assert val(fixtures_dir / "irdma-bnxt/sys/class/infiniband/irdma0/ports/1/hw_counters/"
+               "cnpHandled") == "12"
 
 
 def test_port_down(fixtures_dir):
