@@ -199,6 +199,20 @@ static const char *link_layer_label(enum rdp_link_layer l)
 	return l == RDP_LINK_INFINIBAND ? "InfiniBand" : l == RDP_LINK_ETHER ? "Ethernet" : "";
 }
 
+struct rdp_fabric_targets *rdp_fabric_targets_ref(struct rdp_fabric_targets *t)
+{
+	if (t)
+		t->refs++;
+	return t;
+}
+
+struct rdp_fabric_targets *rdp_fabric_targets_unref(struct rdp_fabric_targets *t)
+{
+	if (t && --t->refs == 0)
+		rdp_fabric_targets_free(t);
+	return NULL;
+}
+
 int rdp_fabric_targets_from_host(const struct rdp_host *h, const char *sysfs_root,
 				 struct rdp_fabric_targets **ret)
 {
@@ -210,6 +224,7 @@ int rdp_fabric_targets_from_host(const struct rdp_host *h, const char *sysfs_roo
 	t = rdp_calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->refs = 1;
 	t->sysfs_root = rdp_strdup(sysfs_root);
 	t->devices = rdp_calloc(h->n_devices ? h->n_devices : 1, sizeof(*t->devices));
 	t->ports = rdp_calloc(n_ports ? n_ports : 1, sizeof(*t->ports));

@@ -60,6 +60,7 @@ struct rdp_fabric_port {
 };
 
 struct rdp_fabric_targets {
+	unsigned int refs; /* rdp_fabric_targets_ref/unref: the loop's thread only */
 	char *sysfs_root;
 	struct rdp_fabric_device *devices; /* the model's order (by name) */
 	size_t n_devices;
@@ -70,8 +71,15 @@ struct rdp_fabric_targets {
 /* Copies the labels of every device and port of h. 0 or -ENOMEM. Free with ..._free(). */
 int rdp_fabric_targets_from_host(const struct rdp_host *h, const char *sysfs_root,
 				 struct rdp_fabric_targets **ret);
-/* Accepts NULL; returns NULL. */
+/* Accepts NULL; returns NULL. Frees whatever the reference count says. */
 struct rdp_fabric_targets *rdp_fabric_targets_free(struct rdp_fabric_targets *t);
+/*
+ * References, for the daemon: it keeps the targets of its last model and a scrape holds its
+ * own until its collection ends, across a rescan meanwhile. Counted on the loop's thread only
+ * (the collecting thread never touches the count). Both accept NULL; unref returns NULL.
+ */
+struct rdp_fabric_targets *rdp_fabric_targets_ref(struct rdp_fabric_targets *t);
+struct rdp_fabric_targets *rdp_fabric_targets_unref(struct rdp_fabric_targets *t);
 
 struct rdp_fabric_stats {
 	unsigned long files_read;    /* value files read and parsed */
