@@ -28,6 +28,9 @@
 #include "lock.h"
 #include "hostwatch.h"
 #include "confwatch.h"
+#include "fabric-metrics.h"
+#include "metrics-server.h"
+#include "plugin-metrics.h"
 #include <fcntl.h>
 #include <malloc.h>
 
@@ -77,6 +80,10 @@ struct daemon {
 	struct rdp_lock *lock;
 	struct rdp_event_source *lock_src;
 	pid_t lock_holder_logged; /* -1: nothing logged yet */
+	/* The metrics endpoint (--metrics-address), its counters, the ports it reads. */
+	struct rdp_metrics_server *metrics;
+	struct rdp_daemon_counters counters;
+	struct rdp_fabric_targets *fabric; /* of the last model; a scrape takes a reference */
 };
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m)
@@ -225,6 +232,142 @@ out:
 	return k;
 }
 
+/*
+ * The metrics endpoint (metrics-server.h). The ports a scrape reads come from the model of the
+ * last scan that changed it; a scrape holds its own reference, so a rescan meanwhile is safe.
+ */
+
+static void refresh_fabric(struct daemon *d)
+{
+	const struct rdp_host *h = rdp_scanner_host(rdp_scan_worker_scanner(d->worker));
+	struct rdp_fabric_targets *t = NULL;
+
+	if (!d->o->metrics_address || !h)
+		return;
+	if (rdp_fabric_targets_from_host(h, d->o->sysfs_root, &t) < 0)
+		return; /* -ENOMEM: the old list serves until the next change */
+	rdp_fabric_targets_unref(d->fabric);
+	d->fabric = t;
+}
+
+static int metrics_targets(void *userdata, struct rdp_fabric_targets **ret)
+{
+	struct daemon *d = userdata;
+
+	*ret = d->fabric ? rdp_fabric_targets_ref(d->fabric) : NULL;
+	return 0;
+}
+
+static int metrics_plugin(void *userdata, struct rdp_mtext *m, const struct rdp_fabric_stats *fs,
+			  const struct rdp_http_stats *hs, double scrape_seconds)
+{
+	struct daemon *d = userdata;
+	size_t n = d->res ? rdp_resources_count(d->res) : 0;
+	struct rdp_resource_status *rs = rdp_calloc(n + 1, sizeof(*rs));
+	struct rdp_plugin_metrics p = {
+		.version = RDP_VERSION,
+		.revision = RDP_REVISION,
+		.res = rs,
+		.counters = &d->counters,
+		.http = hs,
+		.lock_held = d->lock && rdp_lock_state(d->lock) == RDP_LOCK_HELD,
+		.scrape_seconds = scrape_seconds,
+	};
+	int k;
+
+	if (!rs)
+		return -ENOMEM;
+	if (fs)
+		d->counters.scrape_errors += fs->read_errors;
+	if (d->res)
+		p.n_res = rdp_resources_status(d->res, rs, n);
+	k = rdp_plugin_metrics_write(m, &p);
+	rdp_free(rs);
+	return k;
+}
+
+static int metrics_health(void *userdata, bool ready, char *buf, size_t len)
+{
+	struct daemon *d = userdata;
+	size_t n = d->res ? rdp_resources_count(d->res) : 0;
+	struct rdp_resource_status *rs = rdp_calloc(n + 1, sizeof(*rs));
+	bool held = d->lock && rdp_lock_state(d->lock) == RDP_LOCK_HELD;
+	size_t registered = 0;
+	int code = 200;
+
+	if (!rs) {
+		snprintf(buf, len, "out of memory");
+		return 503;
+	}
+	if (d->res)
+		n = rdp_resources_status(d->res, rs, n);
+	if (!held) {
+		/* Alive (the loop answers); the daemon holding the lock serves the node. */
+		snprintf(buf, len, "waiting for the node's lock: another rdma-dp serves this node");
+		code = ready ? 503 : 200;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		/* As `rdma-dp health`: every socket the daemon says it serves must be there. */
+		if (rs[i].serving && (stat(rs[i].sock_path, &st) < 0 || !S_ISSOCK(st.st_mode))) {
+			snprintf(buf, len, "%s: the socket the daemon serves is gone: %s",
+				 rs[i].full_name, rs[i].sock_path);
+			code = 503;
+			goto out;
+		}
+		if (ready && rs[i].state != RDP_RES_REGISTERED) {
+			snprintf(buf, len, "%s: not registered with kubelet (state %s)",
+				 rs[i].full_name, rdp_res_state_name(rs[i].state));
+			code = 503;
+			goto out;
+		}
+		registered += rs[i].state == RDP_RES_REGISTERED;
+	}
+	snprintf(buf, len, "ok: %zu resources, %zu registered", n, registered);
+out:
+	rdp_free(rs);
+	return code;
+}
+
+static void metrics_state_changed(void *userdata, enum rdp_metrics_state state,
+				  const char *address, int error)
+{
+	(void)userdata;
+	if (state == RDP_METRICS_LISTENING)
+		rdp_log(RDP_LOG_INFO, "metrics-serving", "address=%s paths=%s", address,
+			rdp_log_q("/metrics /healthz /readyz"));
+	else
+		rdp_log(RDP_LOG_WARNING, "metrics-bind-failed", "address=%s error=%s msg=%s",
+			address, rdp_log_errno(error),
+			rdp_log_q("retrying; kubelet's calls are served meanwhile"));
+}
+
+static int metrics_start(struct daemon *d)
+{
+	static const struct rdp_metrics_server_ops ops = {
+		.targets = metrics_targets,
+		.plugin = metrics_plugin,
+		.health = metrics_health,
+		.state_changed = metrics_state_changed,
+	};
+	struct rdp_metrics_server_ops o = ops;
+	char err[256] = "";
+	int k;
+
+	if (!d->o->metrics_address)
+		return 0;
+	o.userdata = d;
+	k = rdp_metrics_server_new(d->event, d->o->metrics_address, &o, &d->metrics, err,
+				   sizeof(err));
+	if (k < 0)
+		rdp_log(RDP_LOG_ERROR, "metrics-failed", "address=%s error=%s msg=%s",
+			rdp_log_q(d->o->metrics_address), rdp_log_errno(k),
+			rdp_log_q(err[0] ? err : "cannot serve the metrics endpoint"));
+	return k;
+}
+
 static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -234,6 +377,7 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 
 	if (d->dirty_scans > 0)
 		d->dirty_scans--;
+	rdp_daemon_count_rescan(&d->counters, res->why, res->usec);
 
 	/* The next scan (queued by the reload that changed them) reads with the new flags. */
 	if (d->scan_flags_pending)
@@ -252,6 +396,8 @@ static void on_scan_done(const struct rdp_scan_result *res, void *userdata)
 		(unsigned long long)(res->usec / 1000));
 	if (res->result > 0 || d->pools_stale)
 		update_pools(d, res->why);
+	if (res->result > 0)
+		refresh_fabric(d);
 	/*
 	 * A full discovery of a large node allocates a few MiB and frees most of it again (the
 	 * previous model, the records): give that back to the kernel rather than keep it
@@ -408,6 +554,7 @@ static int watch_dir(struct daemon *d, struct dirwatch *w)
 
 static void kubelet_appeared(struct daemon *d, const char *why)
 {
+	d->counters.kubelet_restarts++;
 	rdp_resources_kubelet_restarted(d->res);
 	rdp_log(RDP_LOG_INFO, "kubelet-restarted", "kubelet=%s why=%s", rdp_log_q(d->kubelet_sock),
 		why);
@@ -642,6 +789,7 @@ static void on_config_change(const char *reason, unsigned int n_events, void *us
 	if (digest != 0 && digest == d->config_digest) {
 		rdp_log(RDP_LOG_DEBUG, "config-unchanged", "config=%s",
 			rdp_log_q(d->o->config_file));
+		d->counters.reloads[RDP_RELOAD_UNCHANGED]++;
 		return;
 	}
 	rdp_log(RDP_LOG_INFO, "reload", "trigger=file config=%s", rdp_log_q(d->o->config_file));
@@ -683,6 +831,7 @@ static void reload(struct daemon *d, const char *why)
 			rdp_log_q(d->o->config_file), diags.n_errors, rdp_log_errno(k),
 			rdp_log_q("keeping the running configuration"));
 		rdp_diags_done(&diags);
+		d->counters.reloads[RDP_RELOAD_REJECTED]++;
 		request_scan(d, RDP_SCAN_FULL, why);
 		return;
 	}
@@ -692,11 +841,13 @@ static void reload(struct daemon *d, const char *why)
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "config-rejected", "config=%s error=%s",
 			rdp_log_q(d->o->config_file), rdp_log_errno(k));
+		d->counters.reloads[RDP_RELOAD_REJECTED]++;
 		rdp_config_free(c);
 		return;
 	}
 	rdp_config_free(d->config);
 	d->config = c;
+	d->counters.reloads[RDP_RELOAD_APPLIED]++;
 	/* A resource whose mode changed registers anew (rdp_resources_apply_config). */
 	schedule_apply(d);
 	rdp_log(RDP_LOG_INFO, "config-reloaded",
@@ -748,6 +899,8 @@ static bool exists(const char *path, mode_t type)
 
 static void daemon_done(struct daemon *d)
 {
+	d->metrics = rdp_metrics_server_free(d->metrics);
+	d->fabric = rdp_fabric_targets_unref(d->fabric);
 	/* Sockets first (only ours), while the loop still exists; then the status, the lock. */
 	d->res = rdp_resources_free(d->res);
 	rdp_event_source_free(d->publish_src);
@@ -850,6 +1003,10 @@ static int daemon_setup(struct daemon *d)
 		if (k < 0)
 			return k;
 	}
+	/* Before the lock: the probes answer while this daemon waits for it. */
+	k = metrics_start(d);
+	if (k < 0)
+		return k;
 	/*
 	 * The watchers before the first scan: a change during it is seen (as one more scan);
 	 * their callbacks run only once the loop runs.
@@ -900,12 +1057,18 @@ static int daemon_setup(struct daemon *d)
 	k = rdp_scan_worker_new(d->event, scanner, on_scan_done, d, &d->worker);
 	if (k < 0)
 		return k;
-	k = rdp_scan_worker_scan_now(d->worker, RDP_SCAN_FULL);
+	{
+		uint64_t t0 = rdp_now_usec();
+
+		k = rdp_scan_worker_scan_now(d->worker, RDP_SCAN_FULL);
+		rdp_daemon_count_rescan(&d->counters, "start", rdp_now_usec() - t0);
+	}
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
 			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_errno(k));
 		return k;
 	}
+	refresh_fabric(d);
 
 	k = rdp_event_add_defer(d->event, on_apply, d, &d->apply_src);
 	if (k < 0)

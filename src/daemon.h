@@ -43,9 +43,13 @@ struct rdp_daemon_options {
 	 */
 	bool use_cdi;
 	const char *cdi_spec_dir;
+	/* --metrics-address: GET /metrics, /healthz, /readyz there (metrics-server.h); NULL: off */
+	const char *metrics_address;
 };
 
 #define RDP_DEFAULT_CDI_SPEC_DIR "/var/run/cdi"
+/* The port the DaemonSet serves the metrics endpoint on (hostNetwork: one per node). */
+#define RDP_DEFAULT_METRICS_PORT 9470
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m);
 /* Parses "auto", "kubelet-sock", "plugins-registry". Returns 0 or -EINVAL. */

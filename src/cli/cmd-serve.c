@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "config.h"
 #include "daemon.h"
+#include "http-server.h"
 #include "discovery.h"
 
 static void serve_usage(FILE *f)
@@ -36,6 +37,11 @@ static void serve_usage(FILE *f)
 		"                              (kubelet >= 1.28 with containerd >= 1.7.2 or "
 		"CRI-O >= 1.28)\n"
 		"      --cdi-spec-dir DIR      where the specs go (default %s)\n"
+		"      --metrics-address ADDR  serve GET /metrics (Prometheus), /healthz and "
+		"/readyz\n"
+		"                              on ADDR: IP:PORT, [IPv6]:PORT or :PORT (all "
+		"addresses;\n"
+		"                              the DaemonSet uses :%d); off unless given\n"
 		"  -v, --verbose               log every call\n"
 		"  -h, --help                  show this help\n"
 		"      --version               show the version\n"
@@ -44,13 +50,13 @@ static void serve_usage(FILE *f)
 		"remove the daemon's sockets and exit 0. Logs go to stderr, one key=value line per "
 		"event.\n",
 		RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT,
-		RDP_DEFAULT_KUBELET_ROOT, RDP_DEFAULT_CDI_SPEC_DIR);
+		RDP_DEFAULT_KUBELET_ROOT, RDP_DEFAULT_CDI_SPEC_DIR, RDP_DEFAULT_METRICS_PORT);
 }
 
 int cmd_serve(int argc, char **argv)
 {
 	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_KUBELET, OPT_REG, OPT_VERSION, OPT_CDI,
-	       OPT_CDI_DIR };
+	       OPT_CDI_DIR, OPT_METRICS };
 	static const struct option longopts[] = {
 		{"config-file", required_argument, NULL, 'c'},
 		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
@@ -60,6 +66,7 @@ int cmd_serve(int argc, char **argv)
 		/* As k8s-rdma-shared-dev-plugin's (a Go bool flag: --use-cdi, --use-cdi=true). */
 		{"use-cdi", optional_argument, NULL, OPT_CDI},
 		{"cdi-spec-dir", required_argument, NULL, OPT_CDI_DIR},
+		{"metrics-address", required_argument, NULL, OPT_METRICS},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -112,6 +119,18 @@ int cmd_serve(int argc, char **argv)
 			}
 			o.cdi_spec_dir = optarg;
 			break;
+		case OPT_METRICS: {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+			char err[160];
+
+			if (rdp_http_parse_address(optarg, &ss, &sl, err, sizeof(err)) < 0) {
+				fprintf(stderr, "rdma-dp serve: --metrics-address: %s\n", err);
+				return 2;
+			}
+			o.metrics_address = optarg;
+			break;
+		}
 		case 'v':
 			o.verbose = true;
 			break;
