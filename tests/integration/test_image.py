@@ -26,6 +26,7 @@ import pathlib
 import shutil
 import signal
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -228,9 +229,29 @@ def test_container_registers_and_serves_allocate(podman, fixtures_dir, node_env)
             assert all(d.container_path == d.host_path and d.permissions == "rwm"
                        for d in cr.devices)
 
-        # The liveness probe, exactly as the DaemonSet runs it (exec of the binary: no shell).
-        probe = _daemonset()["containers"][0]["livenessProbe"]["exec"]["command"]
-        p = podman("exec", name, *probe, check=False)
+        # The probes, exactly as the DaemonSet defines them: httpGet of the port named
+        # "metrics", here from inside the container's network namespace (it runs with
+        # --network none; kubelet reaches a hostNetwork pod on the node's address).
+        dsc = _daemonset()["containers"][0]
+        ports = {p["name"]: p["containerPort"] for p in dsc["ports"]}
+        pid = podman("inspect", name, "--format", "{{.State.Pid}}").stdout.strip()
+        fetch = ("import sys, urllib.request\n"
+                 "r = urllib.request.urlopen(sys.argv[1], timeout=5)\n"
+                 "print(r.status, r.read().decode().strip())")
+        for probe in ("livenessProbe", "readinessProbe"):
+            hg = dsc[probe]["httpGet"]
+            url = "http://127.0.0.1:%d%s" % (ports[hg["port"]], hg["path"])
+            deadline = time.monotonic() + 15
+            while True:  # readiness follows the registration by a moment
+                p = subprocess.run(["nsenter", "-t", pid, "-n", sys.executable, "-c", fetch,
+                                    url], capture_output=True, text=True, timeout=30)
+                if p.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert p.returncode == 0, (probe, url, p.stdout + p.stderr)
+            assert p.stdout.startswith("200 ok: 1 resources, 1 registered"), (probe, p.stdout)
+        # `rdma-dp health`, the exec probe for those who keep it (exec of the binary: no shell)
+        p = podman("exec", name, "/rdma-dp", "health", "--timeout-ms=3000", check=False)
         assert p.returncode == 0, p.stdout + p.stderr
         assert p.stdout.startswith("ok: 1 resource answers (%s)" % RESOURCE)
 

@@ -111,13 +111,18 @@ def test_rendered_daemonset(rendered, k):
     assert _flag(args, "--sysfs-root") is None  # the container's own read-only sysfs
     registration = _flag(args, "--registration")
 
-    for probe in ("livenessProbe", "readinessProbe"):
-        cmd = c[probe]["exec"]["command"]
-        assert cmd[:2] == ["/rdma-dp", "health"], cmd
-        # the probe checks what the daemon serves, never the config (issue 8, item 5)
-        assert _flag(cmd, "--config-file") is None, cmd
-        assert _flag(cmd, "--registration") == registration, (probe, cmd)
-        assert c[probe]["timeoutSeconds"] * 1000 > int(_flag(cmd, "--timeout-ms"))
+    # The metrics endpoint on the documented port, named for the PodMonitor and the probes
+    # (issue 12); the probes are httpGet on it, answered by the daemon's loop, and check what
+    # the daemon serves, never the config (issue 8, item 5).
+    metrics = _flag(args, "--metrics-address")
+    assert metrics == ":9470", args
+    ports = {p["name"]: p for p in c["ports"]}
+    assert ports["metrics"]["containerPort"] == 9470 and ports["metrics"]["protocol"] == "TCP"
+    assert spec["hostNetwork"] is True  # containerPort is the node's port
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert "exec" not in c[probe], (probe, c[probe])
+        assert c[probe]["httpGet"] == {"path": path, "port": "metrics"}, c[probe]
+        assert c[probe]["timeoutSeconds"] >= 2
     assert c["livenessProbe"]["failureThreshold"] >= 2  # rides over a kubelet restart
 
     vols = {v["name"]: v for v in spec["volumes"]}
