@@ -78,7 +78,7 @@ struct rdp_fabric_stats {
 	unsigned long read_errors; /* files (or port dirs) that could not be read or parsed */
 	unsigned long files_ignored; /* past RDP_FABRIC_MAX_FILES in a directory */
 	uint64_t usec; /* wall time of the collection */
-	/* the first RDP_FABRIC_ERRORS_KEPT read errors: "mlx5_0/1/counters/symbol_error: ..." */
+	/* the first RDP_FABRIC_ERRORS_KEPT read errors: "mlx5_0/1: counters/symbol_error: ..." */
 	char errors[RDP_FABRIC_ERRORS_KEPT][160];
 	size_t n_errors; /* entries of errors[] used */
 };
