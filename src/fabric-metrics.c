@@ -21,16 +21,16 @@
 
 enum src {
 	SRC_COUNTERS, /* ports/<p>/counters (IBA PortCounters / PortCountersExtended, PMA MADs) */
-	SRC_EXT,      /* ports/<p>/counters_ext (kernels before 4.5) */
-	SRC_HW,       /* ports/<p>/hw_counters (driver counters: mlx5 Q/CC counters...) */
+	SRC_EXT, /* ports/<p>/counters_ext (kernels before 4.5) */
+	SRC_HW, /* ports/<p>/hw_counters (driver counters: mlx5 Q/CC counters...) */
 	N_SRC,
 };
 
-static const char *const src_dir[N_SRC] = { "counters", "counters_ext", "hw_counters" };
+static const char *const src_dir[N_SRC] = {"counters", "counters_ext", "hw_counters"};
 
 enum kind {
-	K_COUNTER,  /* the value as read */
-	K_DATA,     /* octets / 4: x4 into bytes */
+	K_COUNTER, /* the value as read */
+	K_DATA, /* octets / 4: x4 into bytes */
 	K_LIFESPAN, /* ms -> seconds, a gauge */
 };
 
@@ -50,10 +50,12 @@ struct known {
  * counters are 32 or 64 bits depending on the HCA (EXT_WIDTH), so no width here.
  * The emission order is this table's.
  */
+/* clang-format off */
 #define C(file, w, metric, help) { SRC_COUNTERS, K_COUNTER, w, file, "rdma_dp_" metric, help }
 #define D(src, file, metric, help) { src, K_DATA, 0, file, "rdma_dp_" metric, help }
 #define E(file, metric, help) { SRC_EXT, K_COUNTER, 0, file, "rdma_dp_" metric, help }
 #define H(file, metric, help) { SRC_HW, K_COUNTER, 0, file, "rdma_dp_" metric, help }
+/* clang-format on */
 static const struct known known[] = {
 	D(SRC_COUNTERS, "port_xmit_data", "port_data_transmitted_bytes_total",
 	  "Bytes sent on the port (counters/port_xmit_data x 4)."),
@@ -172,8 +174,8 @@ static const struct known known[] = {
 	H("np_cnp_sent", "np_cnp_packets_sent_total", "CNPs sent by the notification point."),
 	H("rx_icrc_encapsulated", "rx_icrc_encapsulated_errors_total",
 	  "RoCE packets received with an ICRC error."),
-	{ SRC_HW, K_LIFESPAN, 0, "lifespan", "rdma_dp_lifespan_seconds",
-	  "How long hw_counters values are cached before the device is asked again." },
+	{SRC_HW, K_LIFESPAN, 0, "lifespan", "rdma_dp_lifespan_seconds",
+	 "How long hw_counters values are cached before the device is asked again."},
 };
 #undef C
 #undef D
@@ -263,9 +265,9 @@ int rdp_fabric_targets_from_host(const struct rdp_host *h, const char *sysfs_roo
 /* ---- collection ---- */
 
 struct port_vals {
-	int state, phys;       /* -1: unread */
+	int state, phys; /* -1: unread */
 	bool have_rate;
-	uint64_t rate;         /* bytes/s */
+	uint64_t rate; /* bytes/s */
 };
 
 struct unknown {
@@ -278,9 +280,9 @@ struct unknown {
 struct collect {
 	const struct rdp_fabric_targets *t;
 	struct rdp_fabric_stats *st;
-	struct port_vals *pv;  /* n_ports */
-	uint64_t *vals;        /* n_ports * N_KNOWN */
-	unsigned char *have;   /* n_ports * N_KNOWN */
+	struct port_vals *pv; /* n_ports */
+	uint64_t *vals; /* n_ports * N_KNOWN */
+	unsigned char *have; /* n_ports * N_KNOWN */
 	struct unknown *unk;
 	size_t n_unk, cap_unk;
 	char (*board_id)[RDP_FABRIC_VALUE_MAX + 1]; /* n_devices */
@@ -296,8 +298,8 @@ _printf_(3, 4) static void note_error(struct collect *c, size_t port, const char
 	st->read_errors++;
 	if (st->n_errors >= RDP_FABRIC_ERRORS_KEPT)
 		return;
-	n = snprintf(st->errors[st->n_errors], sizeof(st->errors[0]), "%s/%s: ",
-		     c->t->devices[p->device].name, p->num_str);
+	n = snprintf(st->errors[st->n_errors], sizeof(st->errors[0]),
+		     "%s/%s: ", c->t->devices[p->device].name, p->num_str);
 	if (n < 0 || (size_t)n >= sizeof(st->errors[0]))
 		n = 0;
 	va_start(ap, fmt);
@@ -534,8 +536,10 @@ static int cmp_unknown(const void *a, const void *b)
 /* ---- emission ---- */
 
 #define PORT_LABELS(c, i)                                                                          \
-	{ "device", (c)->t->devices[(c)->t->ports[i].device].name, "port",                       \
-	  (c)->t->ports[i].num_str, NULL }
+	{                                                                                          \
+		"device", (c)->t->devices[(c)->t->ports[i].device].name, "port",                   \
+			(c)->t->ports[i].num_str, NULL                                             \
+	}
 
 static int emit_unknown(struct collect *c, struct rdp_mtext *out, unsigned char src,
 			const char *family, const char *help)
@@ -550,8 +554,10 @@ static int emit_unknown(struct collect *c, struct rdp_mtext *out, unsigned char 
 			continue;
 		snprintf(label, sizeof(label), "%s%s", x->src == SRC_EXT ? "counters_ext/" : "",
 			 x->name);
-		const char *l[] = { "device", c->t->devices[c->t->ports[x->port].device].name,
-				    "port", c->t->ports[x->port].num_str, "counter", label, NULL };
+		const char *l[] = {"device",  c->t->devices[c->t->ports[x->port].device].name,
+				   "port",    c->t->ports[x->port].num_str,
+				   "counter", label,
+				   NULL};
 		r = rdp_mtext_sample_u64(out, NULL, l, x->v);
 	}
 	return r;
@@ -587,40 +593,50 @@ static int emit(struct collect *c, struct rdp_mtext *out)
 	r = rdp_mtext_family(out, "rdma_dp_info", "gauge",
 			     "RDMA device identity from sysfs; the value is always 1.");
 	for (size_t d = 0; d < t->n_devices && r == 0; d++) {
-		const char *l[] = { "device", t->devices[d].name, "board_id", c->board_id[d],
-				    "firmware_version", t->devices[d].fw_ver, "hca_type",
-				    t->devices[d].hca_type, NULL };
+		const char *l[] = {"device",	   t->devices[d].name,	   "board_id",
+				   c->board_id[d], "firmware_version",	   t->devices[d].fw_ver,
+				   "hca_type",	   t->devices[d].hca_type, NULL};
 		r = rdp_mtext_sample_u64(out, NULL, l, 1);
 	}
-	r = r ?: rdp_mtext_family(out, "rdma_dp_port_info", "gauge",
-				  "Port facts for joins (netdev, PCI address, NUMA node); always 1.");
+	r = r
+		    ?: rdp_mtext_family(
+			       out, "rdma_dp_port_info", "gauge",
+			       "Port facts for joins (netdev, PCI address, NUMA node); always 1.");
 	for (size_t i = 0; i < t->n_ports && r == 0; i++) {
 		const struct rdp_fabric_port *p = &t->ports[i];
-		const char *l[] = { "device", t->devices[p->device].name, "port", p->num_str,
-				    "link_layer", p->link_layer, "netdev", p->netdev,
-				    "pci_address", p->pci_address, "numa_node", p->numa_node, NULL };
+		const char *l[] = {"device",	  t->devices[p->device].name,
+				   "port",	  p->num_str,
+				   "link_layer",  p->link_layer,
+				   "netdev",	  p->netdev,
+				   "pci_address", p->pci_address,
+				   "numa_node",	  p->numa_node,
+				   NULL};
 		r = rdp_mtext_sample_u64(out, NULL, l, 1);
 	}
-	r = r ?: rdp_mtext_family(out, "rdma_dp_state_id", "gauge",
-				  "Logical port state (1 down, 2 init, 3 armed, 4 active, "
-				  "5 active defer).");
+	r = r
+		    ?: rdp_mtext_family(out, "rdma_dp_state_id", "gauge",
+					"Logical port state (1 down, 2 init, 3 armed, 4 active, "
+					"5 active defer).");
 	for (size_t i = 0; i < t->n_ports && r == 0; i++) {
 		const char *l[] = PORT_LABELS(c, i);
 
 		if (c->pv[i].state >= 0)
 			r = rdp_mtext_sample_u64(out, NULL, l, (uint64_t)c->pv[i].state);
 	}
-	r = r ?: rdp_mtext_family(out, "rdma_dp_physical_state_id", "gauge",
-				  "Physical port state (1 sleep, 2 polling, 3 disabled, "
-				  "4 training, 5 link up, 6 error recovery, 7 phy test).");
+	r = r
+		    ?: rdp_mtext_family(out, "rdma_dp_physical_state_id", "gauge",
+					"Physical port state (1 sleep, 2 polling, 3 disabled, "
+					"4 training, 5 link up, 6 error recovery, 7 phy test).");
 	for (size_t i = 0; i < t->n_ports && r == 0; i++) {
 		const char *l[] = PORT_LABELS(c, i);
 
 		if (c->pv[i].phys >= 0)
 			r = rdp_mtext_sample_u64(out, NULL, l, (uint64_t)c->pv[i].phys);
 	}
-	r = r ?: rdp_mtext_family(out, "rdma_dp_rate_bytes_per_second", "gauge",
-				  "Port signalling rate in bytes per second (Gb/s x 125000000).");
+	r = r
+		    ?: rdp_mtext_family(
+			       out, "rdma_dp_rate_bytes_per_second", "gauge",
+			       "Port signalling rate in bytes per second (Gb/s x 125000000).");
 	for (size_t i = 0; i < t->n_ports && r == 0; i++) {
 		const char *l[] = PORT_LABELS(c, i);
 
@@ -631,23 +647,30 @@ static int emit(struct collect *c, struct rdp_mtext *out)
 		if (known[k].src != SRC_HW)
 			r = emit_known(c, out, k);
 	}
-	r = r ?: emit_unknown(c, out, SRC_COUNTERS, "rdma_dp_pma_total",
-			      "A counters/ (or counters_ext/) file without a name of its own.");
+	r = r
+		    ?: emit_unknown(
+			       c, out, SRC_COUNTERS, "rdma_dp_pma_total",
+			       "A counters/ (or counters_ext/) file without a name of its own.");
 	for (size_t k = 0; k < N_KNOWN && r == 0; k++) {
 		if (known[k].src == SRC_HW)
 			r = emit_known(c, out, k);
 	}
-	r = r ?: emit_unknown(c, out, SRC_HW, "rdma_dp_hw_stat_total",
-			      "A hw_counters/ file without a name of its own.");
-	r = r ?: rdp_mtext_family(out, "rdma_dp_pma_saturated", "gauge",
-				  "1 when a PMA counter of 4 to 32 bits reads 2^w-1: it stopped "
-				  "counting until cleared (perfquery -R).");
+	r = r
+		    ?: emit_unknown(c, out, SRC_HW, "rdma_dp_hw_stat_total",
+				    "A hw_counters/ file without a name of its own.");
+	r = r
+		    ?: rdp_mtext_family(
+			       out, "rdma_dp_pma_saturated", "gauge",
+			       "1 when a PMA counter of 4 to 32 bits reads 2^w-1: it stopped "
+			       "counting until cleared (perfquery -R).");
 	for (size_t k = 0; k < N_KNOWN && r == 0; k++) {
 		if (!known[k].width)
 			continue;
 		for (size_t i = 0; i < t->n_ports && r == 0; i++) {
-			const char *l[] = { "device", t->devices[t->ports[i].device].name, "port",
-					    t->ports[i].num_str, "counter", known[k].file, NULL };
+			const char *l[] = {"device",  t->devices[t->ports[i].device].name,
+					   "port",    t->ports[i].num_str,
+					   "counter", known[k].file,
+					   NULL};
 			uint64_t max = (UINT64_C(1) << known[k].width) - 1;
 
 			if (c->have[i * N_KNOWN + k])
@@ -670,7 +693,7 @@ int rdp_fabric_collect(const struct rdp_fabric_targets *t, struct rdp_mtext *out
 		       struct rdp_fabric_stats *st)
 {
 	struct rdp_fabric_stats dummy;
-	struct collect c = { .t = t };
+	struct collect c = {.t = t};
 	_cleanup_close_ int root = -1;
 	uint64_t start = now_usec();
 	size_t np = t->n_ports ? t->n_ports : 1;

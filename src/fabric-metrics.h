@@ -39,7 +39,7 @@
 #include "device.h"
 #include "metrics-text.h"
 
-#define RDP_FABRIC_VALUE_MAX 64  /* bytes of one value file */
+#define RDP_FABRIC_VALUE_MAX 64 /* bytes of one value file */
 #define RDP_FABRIC_MAX_FILES 256 /* files read per counters directory */
 #define RDP_FABRIC_ERRORS_KEPT 8 /* read errors described in rdp_fabric_stats */
 
@@ -50,13 +50,13 @@ struct rdp_fabric_device {
 };
 
 struct rdp_fabric_port {
-	size_t device;                     /* index in rdp_fabric_targets.devices */
+	size_t device; /* index in rdp_fabric_targets.devices */
 	unsigned int num;
-	char num_str[12];                  /* the port label */
-	char link_layer[16];               /* "InfiniBand", "Ethernet", "" unknown */
-	char netdev[RDP_IFNAME_MAX];       /* see the rule above; "" none */
-	char pci_address[RDP_PCI_ADDR_MAX];/* "" for virtual devices */
-	char numa_node[12];                /* "-1" unknown, as sysfs says */
+	char num_str[12]; /* the port label */
+	char link_layer[16]; /* "InfiniBand", "Ethernet", "" unknown */
+	char netdev[RDP_IFNAME_MAX]; /* see the rule above; "" none */
+	char pci_address[RDP_PCI_ADDR_MAX]; /* "" for virtual devices */
+	char numa_node[12]; /* "-1" unknown, as sysfs says */
 };
 
 struct rdp_fabric_targets {
@@ -64,7 +64,7 @@ struct rdp_fabric_targets {
 	char *sysfs_root;
 	struct rdp_fabric_device *devices; /* the model's order (by name) */
 	size_t n_devices;
-	struct rdp_fabric_port *ports;     /* by device, then port number */
+	struct rdp_fabric_port *ports; /* by device, then port number */
 	size_t n_ports;
 };
 
@@ -82,13 +82,13 @@ struct rdp_fabric_targets *rdp_fabric_targets_ref(struct rdp_fabric_targets *t);
 struct rdp_fabric_targets *rdp_fabric_targets_unref(struct rdp_fabric_targets *t);
 
 struct rdp_fabric_stats {
-	unsigned long files_read;    /* value files read and parsed */
-	unsigned long read_errors;   /* files (or port dirs) that could not be read or parsed */
+	unsigned long files_read; /* value files read and parsed */
+	unsigned long read_errors; /* files (or port dirs) that could not be read or parsed */
 	unsigned long files_ignored; /* past RDP_FABRIC_MAX_FILES in a directory */
-	uint64_t usec;               /* wall time of the collection */
-	/* the first RDP_FABRIC_ERRORS_KEPT read errors: "mlx5_0/1/counters/symbol_error: ..." */
+	uint64_t usec; /* wall time of the collection */
+	/* the first RDP_FABRIC_ERRORS_KEPT read errors: "mlx5_0/1: counters/symbol_error: ..." */
 	char errors[RDP_FABRIC_ERRORS_KEPT][160];
-	size_t n_errors;             /* entries of errors[] used */
+	size_t n_errors; /* entries of errors[] used */
 };
 
 /*

@@ -12,7 +12,7 @@
 
 void rdp_mtext_init(struct rdp_mtext *m, size_t max_bytes)
 {
-	*m = (struct rdp_mtext){ .max = max_bytes };
+	*m = (struct rdp_mtext){.max = max_bytes};
 }
 
 void rdp_mtext_done(struct rdp_mtext *m)
@@ -165,8 +165,7 @@ static int remember_family(struct rdp_mtext *m, const char *name)
 
 int rdp_mtext_family(struct rdp_mtext *m, const char *name, const char *type, const char *help)
 {
-	static const char *const types[] = { "counter", "gauge", "histogram", "summary",
-					     "untyped" };
+	static const char *const types[] = {"counter", "gauge", "histogram", "summary", "untyped"};
 	int ok = 0, r;
 
 	if (m->err)

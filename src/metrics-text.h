@@ -19,10 +19,10 @@
 #include <stdint.h>
 
 struct rdp_mtext {
-	char *buf;        /* NUL-terminated text, len bytes; NULL before the first write */
+	char *buf; /* NUL-terminated text, len bytes; NULL before the first write */
 	size_t len, cap;
-	size_t max;       /* 0: unbounded */
-	int err;          /* first error, 0 */
+	size_t max; /* 0: unbounded */
+	int err; /* first error, 0 */
 	/* the open family: name, its header not yet written when pending */
 	char family[128];
 	char type[12];

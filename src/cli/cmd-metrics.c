@@ -71,11 +71,11 @@ int cmd_metrics(int argc, char **argv)
 {
 	enum { ARG_SYSFS_ROOT = 0x100, ARG_DEV_ROOT, ARG_TEXTFILE, ARG_VERSION };
 	static const struct option options[] = {
-		{ "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
-		{ "dev-root", required_argument, NULL, ARG_DEV_ROOT },
-		{ "textfile", required_argument, NULL, ARG_TEXTFILE },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, ARG_VERSION },
+		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
+		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
+		{"textfile", required_argument, NULL, ARG_TEXTFILE},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, ARG_VERSION},
 		{},
 	};
 	const char *sysfs_root = RDP_DEFAULT_SYSFS_ROOT, *dev_root = RDP_DEFAULT_DEV_ROOT;
@@ -145,7 +145,8 @@ int cmd_metrics(int argc, char **argv)
 		fprintf(stderr, "%s\n", st.read_errors > st.n_errors ? "; ..." : "");
 	}
 	if (st.files_ignored)
-		fprintf(stderr, "rdma-dp metrics: %lu files ignored (more than %d in a directory)\n",
+		fprintf(stderr,
+			"rdma-dp metrics: %lu files ignored (more than %d in a directory)\n",
 			st.files_ignored, RDP_FABRIC_MAX_FILES);
 	if (textfile) {
 		r = write_textfile(textfile, text, len);

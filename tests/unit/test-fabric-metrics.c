@@ -130,21 +130,26 @@ static void test_dgx(const char *fx)
 		return;
 	EXPECT_EQ(st.read_errors, 0);
 	EXPECT_TRUE(st.files_read > 12 * 40);
-	raw = file_value(fx, "dgx-h100/sys/class/infiniband/mlx5_3/ports/1/counters/port_xmit_data");
+	raw = file_value(fx,
+			 "dgx-h100/sys/class/infiniband/mlx5_3/ports/1/counters/port_xmit_data");
 	EXPECT_TRUE(raw > 0);
-	EXPECT_EQ(sample(s, "rdma_dp_port_data_transmitted_bytes_total{device=\"mlx5_3\",port=\"1\"} "),
-		  raw * 4);
+	EXPECT_EQ(
+		sample(s,
+		       "rdma_dp_port_data_transmitted_bytes_total{device=\"mlx5_3\",port=\"1\"} "),
+		raw * 4);
 	raw = file_value(fx, "dgx-h100/sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data");
-	EXPECT_EQ(sample(s, "rdma_dp_port_data_received_bytes_total{device=\"mlx5_0\",port=\"1\"} "),
-		  raw * 4);
+	EXPECT_EQ(
+		sample(s, "rdma_dp_port_data_received_bytes_total{device=\"mlx5_0\",port=\"1\"} "),
+		raw * 4);
 	EXPECT_EQ(sample(s, "rdma_dp_rate_bytes_per_second{device=\"mlx5_0\",port=\"1\"} "),
 		  50000000000LL);
 	EXPECT_EQ(sample(s, "rdma_dp_rate_bytes_per_second{device=\"mlx5_1\",port=\"1\"} "),
 		  25000000000LL);
 	EXPECT_EQ(sample(s, "rdma_dp_state_id{device=\"mlx5_11\",port=\"1\"} "), 4);
 	EXPECT_EQ(sample(s, "rdma_dp_physical_state_id{device=\"mlx5_11\",port=\"1\"} "), 5);
-	EXPECT_EQ(sample(s, "rdma_dp_port_info{device=\"mlx5_0\",port=\"1\",link_layer=\"InfiniBand\","
-			    "netdev=\"ibp24s0\",pci_address=\"0000:18:00.0\",numa_node=\"0\"} "),
+	EXPECT_EQ(sample(s,
+			 "rdma_dp_port_info{device=\"mlx5_0\",port=\"1\",link_layer=\"InfiniBand\","
+			 "netdev=\"ibp24s0\",pci_address=\"0000:18:00.0\",numa_node=\"0\"} "),
 		  1);
 	EXPECT_EQ(sample(s, "rdma_dp_info{device=\"mlx5_0\",board_id=\"NVD0000000033\","
 			    "firmware_version=\"28.39.1002\",hca_type=\"MT4129\"} "),
@@ -177,8 +182,9 @@ static void test_renamed(const char *fx)
 	/* hw counters whatever the device's name */
 	EXPECT_EQ(sample(s, "rdma_dp_rx_write_requests_total{device=\"ibp24s0\",port=\"1\"} "),
 		  9834512);
-	EXPECT_EQ(sample(s, "rdma_dp_np_cnp_packets_sent_total{device=\"rocep41s0f0\",port=\"1\"} "),
-		  0);
+	EXPECT_EQ(
+		sample(s, "rdma_dp_np_cnp_packets_sent_total{device=\"rocep41s0f0\",port=\"1\"} "),
+		0);
 	/* saturated 16-bit counter */
 	EXPECT_EQ(sample(s, "rdma_dp_symbol_error_total{device=\"ibp24s0\",port=\"1\"} "), 65535);
 	EXPECT_EQ(sample(s, "rdma_dp_pma_saturated{device=\"ibp24s0\",port=\"1\","
@@ -188,9 +194,11 @@ static void test_renamed(const char *fx)
 			    "counter=\"symbol_error\"} "),
 		  0);
 	/* N/A (no PMA): no sample, counted, said */
-	EXPECT_TRUE(!strstr(s, "rdma_dp_port_receive_switch_relay_errors_total{device=\"rocep41s0f0\""));
-	EXPECT_TRUE(strstr(s, "rdma_dp_port_receive_switch_relay_errors_total{device=\"ibp24s0\"") !=
-		    NULL);
+	EXPECT_TRUE(!strstr(
+		s, "rdma_dp_port_receive_switch_relay_errors_total{device=\"rocep41s0f0\""));
+	EXPECT_TRUE(
+		strstr(s, "rdma_dp_port_receive_switch_relay_errors_total{device=\"ibp24s0\"") !=
+		NULL);
 	EXPECT_EQ(st.read_errors, 1);
 	EXPECT_EQ(st.n_errors, 1);
 	EXPECT_STREQ(st.errors[0], "rocep41s0f0/1: counters/port_rcv_switch_relay_errors: not a "
@@ -276,8 +284,8 @@ static void mk(const char *rel)
 static void test_bounds(void)
 {
 	struct rdp_fabric_targets t = {};
-	struct rdp_fabric_device d = { .name = "mlx5_0" };
-	struct rdp_fabric_port p = { .device = 0, .num = 1, .num_str = "1" };
+	struct rdp_fabric_device d = {.name = "mlx5_0"};
+	struct rdp_fabric_port p = {.device = 0, .num = 1, .num_str = "1"};
 	struct rdp_fabric_stats st;
 	struct rdp_mtext m;
 	char name[64], big[200];
@@ -311,7 +319,8 @@ static void test_bounds(void)
 	put("class/infiniband/mlx5_0/ports/1/counters/VL15_dropped", "");
 	put("class/infiniband/mlx5_0/ports/1/hw_counters/lifespan", "10\n");
 	for (int i = 0; i < 300; i++) {
-		snprintf(name, sizeof(name), "class/infiniband/mlx5_0/ports/1/hw_counters/c%03d", i);
+		snprintf(name, sizeof(name), "class/infiniband/mlx5_0/ports/1/hw_counters/c%03d",
+			 i);
 		put(name, "1\n");
 	}
 

@@ -11,7 +11,7 @@
 static void test_basic(void)
 {
 	struct rdp_mtext m;
-	const char *l1[] = { "device", "mlx5_0", "port", "1", NULL };
+	const char *l1[] = {"device", "mlx5_0", "port", "1", NULL};
 	char *s;
 	size_t len = 0;
 
@@ -30,7 +30,7 @@ static void test_basic(void)
 	EXPECT_EQ(rdp_mtext_family(&m, "rdma_dp_empty", "gauge", "Never written."), 0);
 	EXPECT_EQ(rdp_mtext_family(&m, "rdma_dp_h_seconds", "histogram", "H."), 0);
 	{
-		const char *b[] = { "le", "+Inf", NULL };
+		const char *b[] = {"le", "+Inf", NULL};
 
 		EXPECT_EQ(rdp_mtext_sample_u64(&m, "_bucket", b, 3), 0);
 		EXPECT_EQ(rdp_mtext_sample_double(&m, "_sum", NULL, 0.25), 0);
@@ -67,23 +67,24 @@ static void test_basic(void)
 static void test_escaping(void)
 {
 	struct rdp_mtext m;
-	const char *l[] = { "a", "back\\slash \"quoted\"\nnext", "b", "Grüße ✓", "c", NULL, NULL };
+	const char *l[] = {"a", "back\\slash \"quoted\"\nnext", "b", "Grüße ✓", "c", NULL, NULL};
 
 	rdp_mtext_init(&m, 0);
 	EXPECT_EQ(rdp_mtext_family(&m, "m", "gauge", "A \\ and a\nnewline, \"quotes\" stay."), 0);
 	EXPECT_EQ(rdp_mtext_sample_u64(&m, NULL, l, 1), 0);
-	EXPECT_STREQ(m.buf, "# HELP m A \\\\ and a\\nnewline, \"quotes\" stay.\n"
-			    "# TYPE m gauge\n"
-			    "m{a=\"back\\\\slash \\\"quoted\\\"\\nnext\",b=\"Grüße ✓\",c=\"\"} 1\n");
+	EXPECT_STREQ(m.buf,
+		     "# HELP m A \\\\ and a\\nnewline, \"quotes\" stay.\n"
+		     "# TYPE m gauge\n"
+		     "m{a=\"back\\\\slash \\\"quoted\\\"\\nnext\",b=\"Grüße ✓\",c=\"\"} 1\n");
 	rdp_mtext_done(&m);
 }
 
 static void test_names(void)
 {
 	struct rdp_mtext m;
-	const char *bad_label[] = { "0abc", "v", NULL };
-	const char *colon_label[] = { "a:b", "v", NULL };
-	const char *ok_label[] = { "_x9", "v", NULL };
+	const char *bad_label[] = {"0abc", "v", NULL};
+	const char *colon_label[] = {"a:b", "v", NULL};
+	const char *ok_label[] = {"_x9", "v", NULL};
 
 	EXPECT_TRUE(rdp_mtext_valid_metric_name("a:b_c9"));
 	EXPECT_TRUE(rdp_mtext_valid_metric_name(":x"));
@@ -178,7 +179,7 @@ static void test_bound(void)
 static int write_some(void)
 {
 	struct rdp_mtext m;
-	const char *l[] = { "k", "v", NULL };
+	const char *l[] = {"k", "v", NULL};
 	char *s;
 	int r = 0;
 
