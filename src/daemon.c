@@ -84,6 +84,7 @@ struct daemon {
 	struct rdp_metrics_server *metrics;
 	struct rdp_daemon_counters counters;
 	struct rdp_fabric_targets *fabric; /* of the last model; a scrape takes a reference */
+	uint64_t scrape_errors_logged; /* digest of the read errors last logged */
 };
 
 const char *rdp_registration_mode_name(enum rdp_registration_mode m)
@@ -250,6 +251,27 @@ static void refresh_fabric(struct daemon *d)
 	d->fabric = t;
 }
 
+/* Counted at every scrape, logged when what fails changes (not at every scrape). */
+static void log_scrape_errors(struct daemon *d, const struct rdp_fabric_stats *fs)
+{
+	const char *first = fs->n_errors ? fs->errors[0] : "";
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	d->counters.scrape_errors += fs->read_errors;
+	for (const char *p = first; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	h ^= fs->read_errors;
+	if (h == d->scrape_errors_logged)
+		return;
+	d->scrape_errors_logged = h;
+	if (fs->read_errors)
+		rdp_log(RDP_LOG_WARNING, "metrics-read-errors", "files=%lu first=%s msg=%s",
+			fs->read_errors, rdp_log_q(first),
+			rdp_log_q("these counters are left out of the scrape"));
+	else
+		rdp_log(RDP_LOG_INFO, "metrics-read-errors", "files=0");
+}
+
 static int metrics_targets(void *userdata, struct rdp_fabric_targets **ret)
 {
 	struct daemon *d = userdata;
@@ -278,7 +300,7 @@ static int metrics_plugin(void *userdata, struct rdp_mtext *m, const struct rdp_
 	if (!rs)
 		return -ENOMEM;
 	if (fs)
-		d->counters.scrape_errors += fs->read_errors;
+		log_scrape_errors(d, fs);
 	if (d->res)
 		p.n_res = rdp_resources_status(d->res, rs, n);
 	k = rdp_plugin_metrics_write(m, &p);
@@ -1125,6 +1147,7 @@ int rdp_daemon_run(const struct rdp_daemon_options *opts)
 		.registry_dir.wd = -1,
 		.netns_logged = -1,
 		.lock_holder_logged = -1,
+		.scrape_errors_logged = 0xcbf29ce484222325ULL, /* no errors (log_scrape_errors) */
 	};
 	int k;
 

@@ -61,6 +61,13 @@ struct rdp_http_request {
 	bool head;
 };
 
+/* A token bucket. */
+struct rate {
+	uint64_t tokens; /* micro-tokens */
+	uint64_t ts;
+	uint32_t per_sec, burst;
+};
+
 struct conn {
 	struct rdp_http_server *server; /* NULL once detached (server freed, owner let go) */
 	struct conn *prev, *next;
@@ -70,6 +77,7 @@ struct conn {
 	bool memory;
 	bool owner_gone; /* memory conn its owner freed while the handler holds it */
 	struct rdp_event_source *io, *timer;
+	const struct rate *refused_by; /* the bucket the last request drew on */
 
 	http_parser parser;
 	/* the request being parsed */
@@ -109,11 +117,11 @@ struct rdp_http_server {
 	rdp_http_handler_cb cb;
 	void *userdata;
 	char *paths[MAX_PATHS];
+	struct rate *path_rate[MAX_PATHS]; /* a path's own bucket; NULL: the server's */
 	size_t n_paths;
 	struct conn *conns;
 	size_t n_conns;
-	uint64_t bucket; /* micro-tokens */
-	uint64_t bucket_ts;
+	struct rate rate; /* the server's bucket: limits.rate_per_sec, rate_burst */
 	struct rdp_http_stats stats;
 };
 
@@ -526,8 +534,9 @@ static void conn_answer(struct conn *c, int status)
 		break;
 	case 429: {
 		/* the wait until the bucket holds a token again, whole seconds, at least 1 */
-		uint64_t missing = MICRO - (s->bucket < MICRO ? s->bucket : MICRO);
-		uint64_t usec = (missing + s->limits.rate_per_sec - 1) / s->limits.rate_per_sec;
+		const struct rate *r = c->refused_by ? c->refused_by : &s->rate;
+		uint64_t missing = MICRO - (r->tokens < MICRO ? r->tokens : MICRO);
+		uint64_t usec = (missing + r->per_sec - 1) / r->per_sec;
 		unsigned long long sec = (usec + MICRO - 1) / MICRO;
 
 		snprintf(retry, sizeof(retry), "Retry-After: %llu\r\n", sec ? sec : 1);
@@ -569,48 +578,61 @@ static int status_for_parse_error(enum http_errno err)
 	}
 }
 
-/* The rate bucket: true if a request may go now. */
-static bool rate_take(struct rdp_http_server *s)
+static void rate_init(struct rate *r, uint32_t per_sec, uint32_t burst)
 {
-	uint64_t now = rdp_now_usec(), cap = (uint64_t)s->limits.rate_burst * MICRO;
-	uint64_t elapsed = now - s->bucket_ts;
+	*r = (struct rate){.per_sec = per_sec, .burst = burst,
+			   .tokens = (uint64_t)burst * MICRO, .ts = rdp_now_usec()};
+}
 
-	if (elapsed > cap / s->limits.rate_per_sec + 1)
-		elapsed = cap / s->limits.rate_per_sec + 1;
-	s->bucket += elapsed * s->limits.rate_per_sec;
-	if (s->bucket > cap)
-		s->bucket = cap;
-	s->bucket_ts = now;
-	if (s->bucket < MICRO)
+/* A token bucket: true if a request may go now. */
+static bool rate_take(struct rate *r)
+{
+	uint64_t now = rdp_now_usec(), cap = (uint64_t)r->burst * MICRO;
+	uint64_t elapsed = now - r->ts;
+
+	if (elapsed > cap / r->per_sec + 1)
+		elapsed = cap / r->per_sec + 1;
+	r->tokens += elapsed * r->per_sec;
+	if (r->tokens > cap)
+		r->tokens = cap;
+	r->ts = now;
+	if (r->tokens < MICRO)
 		return false;
-	s->bucket -= MICRO;
+	r->tokens -= MICRO;
 	return true;
 }
 
-static bool path_served(const struct rdp_http_server *s, const char *path)
+/* Index of a served path, or -1. */
+static ssize_t path_index(const struct rdp_http_server *s, const char *path)
 {
 	size_t i;
 
 	for (i = 0; i < s->n_paths; i++)
 		if (!strcmp(s->paths[i], path))
-			return true;
-	return false;
+			return (ssize_t)i;
+	return -1;
 }
 
 /* A complete request (the parser is paused at its end). */
 static void conn_dispatch(struct conn *c)
 {
 	struct rdp_http_server *s = c->server;
+	ssize_t idx;
+	struct rate *r;
 
 	c->n_requests++;
 	c->req.conn = c;
 	c->req.head = c->parser.method == HTTP_HEAD;
 	c->req.path = c->url;
-	if (!rate_take(s)) {
+	idx = path_index(s, c->url);
+	/* A path with a bucket of its own draws on it alone; the rest on the server's. */
+	r = idx >= 0 && s->path_rate[idx] ? s->path_rate[idx] : &s->rate;
+	c->refused_by = r;
+	if (!rate_take(r)) {
 		conn_answer(c, 429);
 		return;
 	}
-	if (!path_served(s, c->url)) {
+	if (idx < 0) {
 		conn_answer(c, 404);
 		return;
 	}
@@ -1019,8 +1041,7 @@ static int server_alloc(struct rdp_event *e, const struct rdp_http_limits *limit
 	s->cb = cb;
 	s->userdata = userdata;
 	limits_normalize(&s->limits, limits);
-	s->bucket = (uint64_t)s->limits.rate_burst * MICRO;
-	s->bucket_ts = rdp_now_usec();
+	rate_init(&s->rate, s->limits.rate_per_sec, s->limits.rate_burst);
 	*ret = s;
 	return 0;
 }
@@ -1136,17 +1157,40 @@ struct rdp_http_server *rdp_http_server_free(struct rdp_http_server *s)
 			conn_free(c);
 		}
 	}
-	for (i = 0; i < s->n_paths; i++)
+	for (i = 0; i < s->n_paths; i++) {
 		rdp_free(s->paths[i]);
+		rdp_free(s->path_rate[i]);
+	}
 	rdp_free(s);
 	return NULL;
+}
+
+int rdp_http_server_add_path_rate(struct rdp_http_server *s, const char *path,
+				  uint32_t rate_per_sec, uint32_t rate_burst)
+{
+	ssize_t i;
+	int k;
+
+	if (!s || !rate_per_sec || !rate_burst || rate_per_sec > 1000000 || rate_burst > 1000000)
+		return -EINVAL;
+	k = rdp_http_server_add_path(s, path);
+	if (k < 0)
+		return k;
+	i = path_index(s, path);
+	if (!s->path_rate[i]) {
+		s->path_rate[i] = rdp_malloc(sizeof(*s->path_rate[i]));
+		if (!s->path_rate[i])
+			return -ENOMEM;
+	}
+	rate_init(s->path_rate[i], rate_per_sec, rate_burst);
+	return 0;
 }
 
 int rdp_http_server_add_path(struct rdp_http_server *s, const char *path)
 {
 	if (!s || !path || path[0] != '/')
 		return -EINVAL;
-	if (path_served(s, path))
+	if (path_index(s, path) >= 0)
 		return 0;
 	if (s->n_paths >= MAX_PATHS)
 		return -E2BIG;

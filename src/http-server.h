@@ -13,7 +13,7 @@
  *   413 a request body (Content-Length > 0)
  *   414 the URL is longer than max_url
  *   417 any Expect header (100-continue included: there is no body to continue with)
- *   429 over the server's request rate (with "Retry-After: N")
+ *   429 over the request rate, the server's or the path's own (with "Retry-After: N")
  *   431 request line + headers longer than max_header_bytes
  *   505 an HTTP version other than 1.x
  *   503 (on accept) max_connections already open
@@ -53,7 +53,8 @@ struct rdp_http_request;
  * response: a client that does not read it is closed.
  *
  * The rate is a token bucket shared by all connections: rate_per_sec requests a second,
- * rate_burst at once; a request over it is answered 429 and closed.
+ * rate_burst at once; a request over it is answered 429 and closed. A path may have a bucket
+ * of its own (rdp_http_server_add_path_rate()).
  */
 struct rdp_http_limits {
 	size_t max_connections;          /* default 16 */
@@ -123,6 +124,13 @@ struct rdp_http_server *rdp_http_server_free(struct rdp_http_server *s);
 
 /* Serves path (exact match, e.g. "/metrics"); at most 16 paths. -EINVAL, -E2BIG, -ENOMEM. */
 int rdp_http_server_add_path(struct rdp_http_server *s, const char *path);
+/*
+ * The same, with a token bucket of the path's own instead of the server's: its requests
+ * neither draw on nor are refused by the server's bucket (e.g. kubelet's probes, which a
+ * flood of scrapes must not fail, while scrapes keep the server's tighter rate).
+ */
+int rdp_http_server_add_path_rate(struct rdp_http_server *s, const char *path,
+				  uint32_t rate_per_sec, uint32_t rate_burst);
 /* The bound address, "127.0.0.1:34567" or "[::]:9470". -ENOBUFS if buf is too small. */
 int rdp_http_server_local_address(const struct rdp_http_server *s, char *buf, size_t size);
 /* Connections open (including those whose request waits for its response). */

@@ -228,14 +228,20 @@ static void set_state(struct rdp_metrics_server *s, enum rdp_metrics_state st, i
 		s->ops.state_changed(s->ops.userdata, st, addr[0] ? addr : s->address, error);
 }
 
-static const char *const paths[] = {"/metrics", "/healthz", "/readyz"};
-
 static int try_listen(struct rdp_metrics_server *s)
 {
 	int k = rdp_http_server_new(s->event, s->address, NULL, on_request, s, &s->http);
 
-	for (size_t i = 0; k >= 0 && i < ARRAY_SIZE(paths); i++)
-		k = rdp_http_server_add_path(s->http, paths[i]);
+	/* /metrics on the server's bucket (20/s: each is a collection); the probes on their own
+	 * (cheap), so a flood of scrapes never fails kubelet's probes. */
+	if (k >= 0)
+		k = rdp_http_server_add_path(s->http, "/metrics");
+	if (k >= 0)
+		k = rdp_http_server_add_path_rate(s->http, "/healthz", RDP_METRICS_PROBE_RATE,
+						  RDP_METRICS_PROBE_RATE);
+	if (k >= 0)
+		k = rdp_http_server_add_path_rate(s->http, "/readyz", RDP_METRICS_PROBE_RATE,
+						  RDP_METRICS_PROBE_RATE);
 	if (k < 0) {
 		s->http = rdp_http_server_free(s->http);
 		return k;

@@ -10,6 +10,10 @@
  * plugin's own families (ops.plugin) and answers. Requests arriving during a collection are
  * answered with its result: one collection at a time, however many scrapers.
  *
+ * Bounds: the HTTP server's (http-server.h: 16 connections, 8 KiB of headers, timeouts);
+ * scrapes share its 20/s bucket, each probe path has its own (RDP_METRICS_PROBE_RATE), so a
+ * flood of scrapes never makes kubelet's probes fail.
+ *
  * /healthz, /readyz: answered on the loop at once (ops.health). That the loop answers at all is
  * most of the liveness proof (a wedged or stopped daemon does not), as with `rdma-dp health`.
  *
@@ -32,6 +36,8 @@ struct rdp_http_stats;
 struct rdp_metrics_server;
 
 #define RDP_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* Requests a second (and burst) of each probe path, apart from the scrapes' 20/s. */
+#define RDP_METRICS_PROBE_RATE 100
 #define RDP_METRICS_BIND_RETRY_MIN_USEC (1000 * 1000ULL)
 #define RDP_METRICS_BIND_RETRY_MAX_USEC (30 * 1000 * 1000ULL)
 

@@ -88,6 +88,14 @@ def value(samples, name, **labels):
     return hits[0]
 
 
+def stopped_clean(d):
+    """SIGTERM: exit 0 (under ASan, no leak either: LeakSanitizer fails the exit) and no
+    sanitizer report in the log."""
+    assert d.stop() == 0, d.log()[-3000:]
+    log = d.log()
+    assert "ERROR: AddressSanitizer" not in log and "runtime error" not in log, log[-3000:]
+
+
 def read_counter(node_dir, dev, name, port=1, hw=False):
     d = node_dir / "sys" / "class" / "infiniband" / dev / "ports" / str(port)
     return int((d / ("hw_counters" if hw else "counters") / name).read_text().split()[0])
@@ -129,6 +137,7 @@ def test_metrics_fabric_and_plugin(env, fixtures_dir):
     assert value(s, "rdma_dp_allocate_requests_total", resource=COMPUTE) == 2
     assert value(s, "rdma_dp_allocate_errors_total", resource=COMPUTE) == 1
     assert value(s, "rdma_dp_http_responses_total", code="2xx") >= 1
+    stopped_clean(d)
 
 
 def test_metrics_promtool(env):
@@ -275,6 +284,7 @@ def test_parallel_scrapes(env):
     assert len(results) == 8 and all(r[0] == 200 for r in results)
     names = [sorted({n for (n, _) in parse(r[2])}) for r in results]
     assert all(n == names[0] for n in names)
+    stopped_clean(d)
 
 
 # ---- hostile clients -------------------------------------------------------------------------
@@ -356,3 +366,59 @@ def test_hostile_clients_do_not_delay_kubelet(env):
     assert value(s, "rdma_dp_http_responses_total", code="4xx") >= 1
     assert value(s, "rdma_dp_http_connections_rejected_total", reason="bad-request") >= 1
     assert value(s, "rdma_dp_http_timeouts_total", kind="request") >= 1
+    stopped_clean(d)
+
+
+def test_scrapes_during_rescans_and_stop(env):
+    """Scrapes while the model is replaced under them (a changed node rescanned again and
+    again), then SIGTERM with scrapes in flight: every answer is whole, nothing leaks."""
+    node = env.copy("dgx-h100")
+    d = env.daemon(DGX_CONFIG, node, extra=("--metrics-address", "127.0.0.1:0"))
+    d.address = re.search(r"address=(\S+)",
+                          d.wait_log("event=metrics-serving", timeout=30)).group(1)
+    env.kubelet.wait_registered(COMPUTE, units=63, timeout=30)
+    stop = threading.Event()
+    bad, good = [], []
+
+    def scraper():
+        while not stop.is_set():
+            try:
+                status, _, body = get(d.address, "/metrics", timeout=10)
+            except OSError:
+                continue  # the daemon stopped under us
+            if status == 429:  # the endpoint's rate bound (20/s): wait as Prometheus would
+                time.sleep(0.1)
+                continue
+            good.append(status)
+            if status != 200 or not body.endswith("rdma_dp_scrape_duration_seconds " +
+                                                  body.rsplit(" ", 1)[-1]):
+                bad.append((status, body[-200:]))
+
+    ts = [threading.Thread(target=scraper) for _ in range(3)]
+    for t in ts:
+        t.start()
+    rate = node / "sys/class/infiniband/mlx5_3/ports/1/rate"
+    try:
+        for i in range(10):  # each a change the next scan sees: a new model, new targets
+            rate.write_text("%d Gb/sec (4X NDR)\n" % (400 if i % 2 else 200))
+            d.signal(signal.SIGHUP)
+            time.sleep(0.15)
+        stopped_clean(d)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(30)
+    assert not bad, bad[:3]
+    assert len(good) >= 10, good
+
+
+def test_scrape_flood_does_not_fail_probes(env):
+    """Scrapes past the endpoint's rate (20/s, burst 40) get 429 with Retry-After; kubelet's
+    probes draw on buckets of their own and keep answering 200."""
+    d = env.metrics_daemon()
+    codes = [get(d.address, "/metrics")[0] for _ in range(60)]
+    assert 429 in codes and codes.count(200) >= 40, codes
+    status, headers, _ = get(d.address, "/metrics")
+    assert status != 429 or int(headers["Retry-After"]) >= 1
+    assert get(d.address, "/healthz")[0] == 200
+    assert get(d.address, "/readyz")[0] in (200, 503)  # registration may still be under way

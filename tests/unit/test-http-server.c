@@ -375,6 +375,31 @@ static void test_memory(void)
 	EXPECT_EQ(rdp_http_server_stats(m.s)->rate_limited, 1);
 	mem_close(&m);
 
+	/* a path with its own bucket: the server's being empty does not refuse it, and its own
+	 * refuses past its burst */
+	mem_open(&m, &small);
+	EXPECT_EQ(rdp_http_server_add_path_rate(m.s, "/readyz", 1, 3), 0);
+	EXPECT_EQ(rdp_http_server_add_path_rate(m.s, "/readyz", 0, 3), -EINVAL);
+	EXPECT_EQ(rdp_http_server_add_path_rate(m.s, "readyz", 1, 3), -EINVAL);
+	mem_send(&m, "GET /metrics HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"
+		     "GET /readyz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.1\r\n\r\n"
+		     "GET /readyz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.1\r\n\r\n");
+	EXPECT_EQ(count(m.out, "HTTP/1.1 200 "), 5);
+	EXPECT_EQ(count(m.out, "HTTP/1.1 429 "), 1);
+	mem_close(&m);
+	mem_open(&m, &small);
+	EXPECT_EQ(rdp_http_server_add_path_rate(m.s, "/readyz", 1, 3), 0);
+	mem_send(&m, "GET /metrics HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"
+		     "GET /metrics HTTP/1.1\r\n\r\n");
+	EXPECT_EQ(count(m.out, "HTTP/1.1 429 "), 1); /* the server's bucket is empty now */
+	mem_close(&m);
+	mem_open(&m, &small);
+	EXPECT_EQ(rdp_http_server_add_path_rate(m.s, "/readyz", 1, 3), 0);
+	mem_send(&m, "GET /metrics HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n"
+		     "GET /readyz HTTP/1.1\r\n\r\n");
+	EXPECT_EQ(count(m.out, "HTTP/1.1 200 "), 3); /* ... and /readyz still answers */
+	mem_close(&m);
+
 	/* max requests per connection: the last answer says close */
 	rdp_http_limits_default(&small);
 	small.max_requests_per_conn = 2;
