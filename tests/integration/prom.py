@@ -15,6 +15,7 @@ removes.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -367,12 +368,12 @@ def start_metrics_daemon(env, node, config=CONFIG, periodic=1, extra=()):
     cfg = env.config(list(config), periodic=periodic)
     d = env.daemon(cfg, node, extra=["--metrics-address", "127.0.0.1:0", *extra])
     line = d.wait_log("event=metrics-serving", timeout=30)
-    addr = [w.split("=", 1)[1] for w in line.split() if w.startswith("address=")]
-    assert addr and addr[0].startswith("127.0.0.1:") and not addr[0].endswith(":0"), \
+    m = re.search(r"\baddress=(127\.0\.0\.1:(\d+))(\s|$)", line)
+    assert m and m.group(2) != "0", \
         "event=metrics-serving must name the bound address (port 0 asked): %r" % line
     for res, (_, units) in RESOURCES.items():
         env.kubelet.wait_registered(res, units=units, timeout=30)
-    return d, addr[0]
+    return d, m.group(1)
 
 
 def http_get(url, timeout=10):
