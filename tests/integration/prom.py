@@ -58,16 +58,17 @@ class PromError(AssertionError):
 
 
 class Prometheus:
-    """One Prometheus server scraping `target` ("127.0.0.1:PORT") at metrics_path."""
+    """One Prometheus server scraping `target` ("127.0.0.1:PORT") at metrics_path; target
+    "self" is Prometheus' own /metrics (to test this harness on its own)."""
 
     def __init__(self, target, metrics_path="/metrics", job="rdma-dp",
                  interval_s=SCRAPE_INTERVAL_S, binary=None, start_timeout=60):
         self.binary = binary or find_prometheus()
-        self.target = target
         self.job = job
         self.dir = tempfile.mkdtemp(dir="/tmp", prefix="rdpprom")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
+        self.target = target = "127.0.0.1:%d" % self.port if target == "self" else target
         self.config = os.path.join(self.dir, "prometheus.yml")
         # JSON is YAML: no YAML writer needed.
         cfg = {

@@ -46,6 +46,24 @@ def served(rdma_dp, fixtures_dir):
         env.close()
 
 
+def test_harness_on_prometheus_itself():
+    """prom.py on its own (no rdma-dp): start, wait for the target and for scrapes, instant
+    and range queries, a refused query's error, a clean stop that removes the TSDB."""
+    with prom.Prometheus(target="self", job="self") as p:
+        t = p.wait_target_up()
+        assert t["labels"]["instance"] == p.target
+        p.wait_scrapes(3)
+        (labels, v), = p.query('prometheus_build_info{job="self"}')
+        assert v == 1.0 and labels["version"].startswith("2."), labels
+        (_, pts), = p.query_range('up{job="self"}', seconds=30)
+        assert pts and all(v == 1.0 for _, v in pts)
+        with pytest.raises(prom.PromError, match="bad_data"):
+            p.query("rate(up[")
+        d = p.dir
+    assert p.proc.returncode == 0, p.log_tail()
+    assert not os.path.exists(d)
+
+
 def one(result, what):
     assert len(result) == 1, "%s: expected one series, got %r" % (what, result)
     return result[0]
