@@ -252,7 +252,7 @@ CONFIG = [
     {"resourceName": "compute", "rdmaHcaMax": 200,
      "selectors": {"vendors": ["15b3"], "linkTypes": ["infiniband"]}},
     {"resourceName": "storage", "rdmaHcaMax": 63,
-     "selectors": {"vendors": ["15b3"], "linkTypes": ["ether"]}},
+     "selectors": {"vendors": ["15b3"], "linkTypes": ["ethernet"]}},
 ]
 
 

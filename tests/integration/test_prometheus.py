@@ -115,10 +115,12 @@ def test_port_info_and_state(served):
     _, _, _, _, p = served
     labels, v = one(p.query('rdma_dp_port_info{device="mlx5_1",port="1"}'), "port_info")
     assert v == 1.0
-    assert labels["link_layer"] == "Ethernet" and labels["netdev"] == "enp41s0f0np0", labels
+    # link_layer as sysfs spells it ("Ethernet", "InfiniBand"); the case is not the point
+    assert labels["link_layer"].lower() == "ethernet", labels
+    assert labels["netdev"] == "enp41s0f0np0", labels
     assert labels["pci_address"] and labels["numa_node"] != "", labels
     assert one(p.query('rdma_dp_port_info{device="mlx5_0"}'), "ib port_info")[0][
-        "link_layer"] == "InfiniBand"
+        "link_layer"].lower() == "infiniband"
     assert one(p.query('rdma_dp_state_id{device="mlx5_0",port="1"}'), "state")[1] == 4.0
     assert one(p.query('rdma_dp_physical_state_id{device="mlx5_0",port="1"}'), "phys")[1] == 5.0
     # "400 Gb/sec (4X NDR)" in bytes per second
