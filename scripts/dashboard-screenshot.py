@@ -12,7 +12,6 @@ Run through scripts/dashboard-screenshot.sh (it finds the binary and the fixture
 """
 import argparse
 import json
-import os
 import pathlib
 import shutil
 import subprocess

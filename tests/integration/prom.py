@@ -310,7 +310,8 @@ CONGESTION = [("hw_counters", "np_ecn_marked_roce_packets", 40), ("hw_counters",
 ERRORS = [("counters", "symbol_error", 2), ("counters", "link_downed", 1),
           ("counters", "port_rcv_errors", 3), ("counters", "port_xmit_discards", 1),
           ("hw_counters", "local_ack_timeout_err", 2), ("hw_counters", "packet_seq_err", 1),
-          ("hw_counters", "out_of_sequence", 4), ("hw_counters", "req_transport_retries_exceeded", 1),
+          ("hw_counters", "out_of_sequence", 4),
+          ("hw_counters", "req_transport_retries_exceeded", 1),
           ("hw_counters", "rnr_nak_retry_err", 2), ("hw_counters", "req_rnr_retries_exceeded", 1),
           ("hw_counters", "out_of_buffer", 5)]
 ERROR_DEVICES = ["mlx5_3", "mlx5_2"]

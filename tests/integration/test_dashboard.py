@@ -143,7 +143,8 @@ def test_dashboard_structure():
                 assert "[$__rate_interval]" in t["expr"], (p["title"], t["expr"])
     # what the issue asks the dashboard to show
     text = json.dumps(dash)
-    for need in ["rdma_dp_port_data_transmitted_bytes_total", "rdma_dp_port_data_received_bytes_total",
+    for need in ["rdma_dp_port_data_transmitted_bytes_total",
+                 "rdma_dp_port_data_received_bytes_total",
                  "rdma_dp_np_cnp_packets_sent_total", "rdma_dp_rp_cnp_packets_handled_total",
                  "rdma_dp_np_ecn_marked_roce_packets_received_total",
                  "rdma_dp_port_transmit_wait_total", "rdma_dp_symbol_error_total",

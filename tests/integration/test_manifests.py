@@ -350,7 +350,8 @@ def test_podmonitor_overlay_is_base_plus_podmonitor(rendered):
     # the commented example that reuses node_exporter's dashboards is there to uncomment
     text = (DEPLOY / "overlays/metrics-podmonitor/podmonitor.yaml").read_text()
     assert "#     regex: rdma_dp_(.*)" in text and "#     replacement: node_infiniband_$1" in text
-    uncommented = yaml.safe_load(text.replace("      # metricRelabelings:", "      metricRelabelings:")
+    uncommented = yaml.safe_load(text.replace("      # metricRelabelings:",
+                                              "      metricRelabelings:")
                                  .replace("      #   - ", "        - ")
                                  .replace("      #     ", "          "))
     rel = uncommented["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]
