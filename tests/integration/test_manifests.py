@@ -23,7 +23,9 @@ from conftest import node_args
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 KUSTOMIZATIONS = ["base", "overlays/plugin-watcher", "overlays/multi-pool", "overlays/exclusive",
-                  "overlays/cdi", "overlays/nccl"]
+                  "overlays/cdi", "overlays/nccl", "overlays/metrics-podmonitor"]
+# Kinds a kustomization renders besides the ConfigMap and the DaemonSet.
+EXTRA_KINDS = {"overlays/metrics-podmonitor": {"PodMonitor"}}
 CONFIG_FILE = "/k8s-rdma-shared-dev-plugin/config.json"
 ALLOWED_HOSTPATHS = {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry",
                      "/dev"}
@@ -69,7 +71,7 @@ def _flag(args, name):
 @pytest.mark.parametrize("k", KUSTOMIZATIONS)
 def test_rendered_daemonset(rendered, k):
     docs = rendered[k]
-    assert {d["kind"] for d in docs} == {"ConfigMap", "DaemonSet"}
+    assert {d["kind"] for d in docs} == {"ConfigMap", "DaemonSet"} | EXTRA_KINDS.get(k, set())
     cm = _one(docs, "ConfigMap", "rdma-devices")
     assert cm["metadata"]["namespace"] == "kube-system"
     assert list(cm["data"]) == ["config.json"]
@@ -320,6 +322,46 @@ def test_cdi_overlay_is_base_plus_cdi(rendered):
     assert _without(ds, arg="--use-cdi", volume=vol[0]["name"]) == \
         _one(base, "DaemonSet", "rdma-dp")
     assert len(cdi) == len(base)
+
+
+def test_podmonitor_overlay_is_base_plus_podmonitor(rendered):
+    """overlays/metrics-podmonitor: base unchanged, plus a Prometheus Operator PodMonitor that
+    selects the DaemonSet's pods and scrapes their container port named `metrics` (which
+    deploy/base declares) at /metrics every 30 s."""
+    base, pm = rendered["base"], rendered["overlays/metrics-podmonitor"]
+    assert _one(pm, "DaemonSet", "rdma-dp") == _one(base, "DaemonSet", "rdma-dp")
+    assert _one(pm, "ConfigMap", "rdma-devices") == _one(base, "ConfigMap", "rdma-devices")
+    assert len(pm) == len(base) + 1
+    mon = _one(pm, "PodMonitor", "rdma-dp")
+    assert mon["apiVersion"] == "monitoring.coreos.com/v1"
+    assert mon["metadata"]["namespace"] == "kube-system"
+    ds = _one(pm, "DaemonSet", "rdma-dp")
+    assert ds["metadata"]["namespace"] == "kube-system"
+    pod_labels = ds["spec"]["template"]["metadata"]["labels"]
+    sel = mon["spec"]["selector"]
+    assert set(sel) == {"matchLabels"}
+    assert sel["matchLabels"].items() <= pod_labels.items(), (sel, pod_labels)
+    eps = mon["spec"]["podMetricsEndpoints"]
+    assert len(eps) == 1
+    ep = eps[0]
+    assert ep["port"] == "metrics" and ep["path"] == "/metrics" and ep["interval"] == "30s"
+    assert ep.get("scheme", "http") == "http"
+    assert int(ep["scrapeTimeout"].rstrip("s")) < int(ep["interval"].rstrip("s"))
+    ports = {p.get("name"): p for c in ds["spec"]["template"]["spec"]["containers"]
+             for p in c.get("ports", [])}
+    assert "metrics" in ports, "the PodMonitor scrapes port `metrics`, the DaemonSet has %r" % (
+        list(ports),)
+    assert ports["metrics"].get("protocol", "TCP") == "TCP"
+    # the commented example that reuses node_exporter's dashboards is there to uncomment
+    text = (DEPLOY / "overlays/metrics-podmonitor/podmonitor.yaml").read_text()
+    assert "#     regex: rdma_dp_(.*)" in text and "#     replacement: node_infiniband_$1" in text
+    uncommented = yaml.safe_load(text.replace("      # metricRelabelings:",
+                                              "      metricRelabelings:")
+                                 .replace("      #   - ", "        - ")
+                                 .replace("      #     ", "          "))
+    rel = uncommented["spec"]["podMetricsEndpoints"][0]["metricRelabelings"]
+    assert rel == [{"sourceLabels": ["__name__"], "regex": "rdma_dp_(.*)",
+                    "targetLabel": "__name__", "replacement": "node_infiniband_$1"}]
 
 
 NCCL_CONFIG = DEPLOY / "overlays/nccl/config.json"
