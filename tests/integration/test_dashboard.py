@@ -149,7 +149,7 @@ def test_dashboard_structure():
                  "rdma_dp_np_ecn_marked_roce_packets_received_total",
                  "rdma_dp_port_transmit_wait_total", "rdma_dp_symbol_error_total",
                  "rdma_dp_req_transport_retries_exceeded_errors_total",
-                 "rdma_dp_counter_saturated", "rdma_dp_resource_units",
+                 "rdma_dp_pma_saturated", "rdma_dp_resource_units",
                  "rdma_dp_resource_healthy_units", "rdma_dp_allocate_requests_total",
                  "rdma_dp_allocate_errors_total", "rdma_dp_rescan_duration_seconds_bucket",
                  "rdma_dp_config_reloads_total", "PFC"]:

@@ -132,7 +132,7 @@ def test_port_info_and_state(served):
 
 def test_saturated_counter(served):
     _, _, _, _, p = served
-    sat = p.query('rdma_dp_counter_saturated{counter="symbol_error",port="1"}')
+    sat = p.query('rdma_dp_pma_saturated{counter="symbol_error",port="1"}')
     by_dev = {s["device"]: v for s, v in sat}
     assert by_dev.get("mlx5_4") == 1.0, sat
     assert by_dev.get("mlx5_0") == 0.0, sat
