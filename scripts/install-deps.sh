@@ -3,7 +3,10 @@
 #   scripts/install-deps.sh         the build and the tests (make, make check); golang-go and the
 #                                   reference CDI library (v0.5.2) build the spec validator of
 #                                   tests/tools/cdi-validate (it pulls in ~65 -dev packages);
-#                                   prometheus for promtool (tests/integration/test_metrics_cli.py)
+#                                   prometheus for promtool and a real server scraping the daemon
+#                                   (test_metrics_cli.py, test_prometheus.py, test_dashboard.py),
+#                                   chromium for the dashboard pictures (scripts/dashboard-
+#                                   screenshot.sh, run by test_dashboard.py)
 #   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
 #                                   the Go floor and kubelet (bench/), valgrind for callgrind
 set -eu
@@ -16,7 +19,7 @@ libjansson-dev libhttp-parser-dev protobuf-compiler python3-grpcio python3-proto
 clang libclang-rt-14-dev
 python3-yaml python3-h2 buildah podman runc valgrind busybox-static
 golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
-prometheus"
+prometheus chromium"
 fi
 missing=""
 for p in $pkgs; do

@@ -282,3 +282,25 @@ def test_throughput_panels_move(evaluated):
             assert any(v > 0 for _, pts in res for _, v in pts), \
                 "%r target %s never above 0: %s" % (panel["title"], t["refId"], q)
     assert seen == moving
+
+
+def test_screenshot_command_makes_the_pictures(rdma_dp, fixtures_dir, tmp_path):
+    """The command docs/metrics.md gives for its pictures works: Debian's Prometheus scrapes
+    the daemon, Debian's headless Chromium photographs the graphs of Prometheus' web UI, and
+    each PNG holds graphs (a blank page compresses to a few KiB)."""
+    if os.environ.get("RDP_SANITIZED") == "1":
+        pytest.skip("the screenshots do not depend on the build: the release pass takes them")
+    for exe, pkg in (("/usr/bin/prometheus", "prometheus"), ("/usr/bin/chromium", "chromium")):
+        if not os.access(exe, os.X_OK):
+            pytest.skip("%s not found (Debian package %s)" % (exe, pkg))
+    env = dict(os.environ, RDMA_DP=str(rdma_dp), RDP_FIXTURES=str(fixtures_dir), SECONDS_RUN="20")
+    p = subprocess.run(["sh", str(REPO / "scripts" / "dashboard-screenshot.sh"), "--out",
+                        str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    names = sorted(f.name for f in tmp_path.glob("*.png"))
+    assert names == sorted(f.name for f in (REPO / "docs" / "images").glob("dashboard-*.png"))
+    for f in tmp_path.glob("*.png"):
+        data = f.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", f
+        width = int.from_bytes(data[16:20], "big")
+        assert width == 1400 and len(data) > 50000, (f, width, len(data))
