@@ -1011,6 +1011,13 @@ static int daemon_setup(struct daemon *d)
 	 * hands over) are freed by the loop, and a second arena would only hold on to them.
 	 */
 	(void)mallopt(M_ARENA_MAX, 1);
+	/*
+	 * A fixed mmap threshold: a scrape of a large node builds a text of a few MiB that is
+	 * freed once written. With glibc's dynamic threshold, the first such free raises it and
+	 * later texts come from the heap, which keeps them resident after the scrape (measured:
+	 * 5.2 -> 8.9 MiB after 40 scrapes of 1000 devices). Mapped, they go back when freed.
+	 */
+	(void)mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	k = rdp_state_dir(sock_dir(d), &d->state_dir);
 	if (k >= 0)
 		k = rdp_lock_new(d->state_dir, &d->lock);
