@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -213,6 +214,47 @@ struct rdp_fabric_targets *rdp_fabric_targets_unref(struct rdp_fabric_targets *t
 	if (t && --t->refs == 0)
 		rdp_fabric_targets_free(t);
 	return NULL;
+}
+
+int rdp_fabric_targets_keep(struct rdp_fabric_targets *t, const char *const *names, size_t n,
+			    const char **missing)
+{
+	size_t nd = 0, np = 0;
+	size_t *map;
+
+	for (size_t j = 0; j < n; j++) {
+		size_t i;
+
+		for (i = 0; i < t->n_devices && strcmp(t->devices[i].name, names[j]) != 0; i++)
+			;
+		if (i == t->n_devices) {
+			if (missing)
+				*missing = names[j];
+			return -ENOENT;
+		}
+	}
+	map = rdp_calloc(t->n_devices ? t->n_devices : 1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_devices; i++) {
+		bool keep = false;
+
+		for (size_t j = 0; j < n && !keep; j++)
+			keep = strcmp(t->devices[i].name, names[j]) == 0;
+		map[i] = keep ? nd : SIZE_MAX;
+		if (keep)
+			t->devices[nd++] = t->devices[i];
+	}
+	for (size_t i = 0; i < t->n_ports; i++) {
+		if (map[t->ports[i].device] == SIZE_MAX)
+			continue;
+		t->ports[np] = t->ports[i];
+		t->ports[np++].device = map[t->ports[i].device];
+	}
+	t->n_devices = nd;
+	t->n_ports = np;
+	rdp_free(map);
+	return 0;
 }
 
 int rdp_fabric_targets_from_host(const struct rdp_host *h, const char *sysfs_root,

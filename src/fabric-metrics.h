@@ -71,6 +71,12 @@ struct rdp_fabric_targets {
 /* Copies the labels of every device and port of h. 0 or -ENOMEM. Free with ..._free(). */
 int rdp_fabric_targets_from_host(const struct rdp_host *h, const char *sysfs_root,
 				 struct rdp_fabric_targets **ret);
+/*
+ * Keeps only the devices named (and their ports), in the targets' order. -ENOENT with
+ * *missing (may be NULL) pointing at the first name that is no device of t; -ENOMEM.
+ */
+int rdp_fabric_targets_keep(struct rdp_fabric_targets *t, const char *const *names, size_t n,
+			    const char **missing);
 /* Accepts NULL; returns NULL. Frees whatever the reference count says. */
 struct rdp_fabric_targets *rdp_fabric_targets_free(struct rdp_fabric_targets *t);
 /*

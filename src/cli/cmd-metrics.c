@@ -23,6 +23,7 @@
 #include "metrics-text.h"
 
 #define TEXTFILE_NAME "rdma_dp.prom"
+#define METRICS_MAX_DEVICE_ARGS 64
 
 static void help(void)
 {
@@ -35,6 +36,8 @@ static void help(void)
 	       "Options:\n"
 	       "  --sysfs-root DIR   read sysfs below DIR (default %s)\n"
 	       "  --dev-root DIR     look for device nodes below DIR (default %s)\n"
+	       "  --device NAME      only this RDMA device (ibdev name, as `discover` lists);\n"
+	       "                     repeat for several\n"
 	       "  --textfile DIR     write DIR/" TEXTFILE_NAME " atomically instead of stdout\n"
 	       "                     (DIR: node_exporter's --collector.textfile.directory)\n"
 	       "  -h, --help         show this help\n"
@@ -69,17 +72,20 @@ static int write_textfile(const char *dir, const char *text, size_t len)
 
 int cmd_metrics(int argc, char **argv)
 {
-	enum { ARG_SYSFS_ROOT = 0x100, ARG_DEV_ROOT, ARG_TEXTFILE, ARG_VERSION };
+	enum { ARG_SYSFS_ROOT = 0x100, ARG_DEV_ROOT, ARG_TEXTFILE, ARG_VERSION, ARG_DEVICE };
 	static const struct option options[] = {
 		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
 		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
 		{"textfile", required_argument, NULL, ARG_TEXTFILE},
+		{"device", required_argument, NULL, ARG_DEVICE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, ARG_VERSION},
 		{},
 	};
 	const char *sysfs_root = RDP_DEFAULT_SYSFS_ROOT, *dev_root = RDP_DEFAULT_DEV_ROOT;
 	const char *textfile = NULL;
+	const char *devices[METRICS_MAX_DEVICE_ARGS];
+	size_t n_devices = 0;
 	_cleanup_close_ int sys = -1, dev = -1;
 	struct rdp_fabric_targets *t = NULL;
 	struct rdp_fabric_stats st;
@@ -101,6 +107,14 @@ int cmd_metrics(int argc, char **argv)
 			break;
 		case ARG_TEXTFILE:
 			textfile = optarg;
+			break;
+		case ARG_DEVICE:
+			if (n_devices == METRICS_MAX_DEVICE_ARGS) {
+				fprintf(stderr, "rdma-dp metrics: at most %d --device options\n",
+					METRICS_MAX_DEVICE_ARGS);
+				return 2;
+			}
+			devices[n_devices++] = optarg;
 			break;
 		case 'h':
 			help();
@@ -126,6 +140,20 @@ int cmd_metrics(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "rdma-dp metrics: %s\n", strerror(-r));
 		return 1;
+	}
+	if (n_devices) {
+		const char *missing = NULL;
+
+		r = rdp_fabric_targets_keep(t, devices, n_devices, &missing);
+		if (r < 0) {
+			if (r == -ENOENT)
+				fprintf(stderr, "rdma-dp metrics: --device %s: no such RDMA device "
+					"on this node ('rdma-dp discover' lists them)\n", missing);
+			else
+				fprintf(stderr, "rdma-dp metrics: %s\n", strerror(-r));
+			rdp_fabric_targets_free(t);
+			return r == -ENOENT ? 2 : 1;
+		}
 	}
 	rdp_mtext_init(&m, 0);
 	r = rdp_fabric_collect(t, &m, &st);

@@ -151,3 +151,19 @@ def test_textfile(run, fixtures_dir, tmp_path):
     r = run("metrics", *node_args(fixtures_dir, "dgx-h100"), "--textfile",
             str(tmp_path / "missing"))
     assert r.returncode == 1 and "rdma_dp.prom" in r.stderr
+
+
+def test_device_filter(run, fixtures_dir):
+    """--device keeps the named devices (in the node's order) and nothing else; an unknown
+    name is a usage error that says where the names come from."""
+    r = metrics(run, fixtures_dir, "dgx-h100", "--device", "mlx5_3", "--device", "mlx5_0")
+    s = samples(r.stdout)
+    devs = {re.search(r'device="([^"]+)"', k).group(1) for k in s if 'device="' in k}
+    assert devs == {"mlx5_0", "mlx5_3"}, devs
+    order = [re.search(r'device="([^"]+)"', ln).group(1)
+             for ln in r.stdout.splitlines() if ln.startswith("rdma_dp_port_info")]
+    assert order == ["mlx5_0", "mlx5_3"], order
+    full = samples(metrics(run, fixtures_dir, "dgx-h100").stdout)
+    assert all(full[k] == v for k, v in s.items())
+    r = run("metrics", *node_args(fixtures_dir, "dgx-h100"), "--device", "mlx5_99")
+    assert r.returncode == 2 and "--device mlx5_99: no such RDMA device" in r.stderr, r.stderr
