@@ -20,9 +20,9 @@ echo
 echo "### rdma-dp check-config -c tests/fixtures/configs/dgx.json"
 "$bin" check-config -c "$config" --sysfs-root "$node/sys" --dev-root "$node/dev"
 echo
-echo "### rdma-dp serve, with a fake kubelet (tests/integration/kubelet.py)"
+echo "### rdma-dp serve --metrics-address 127.0.0.1:0, with a fake kubelet (tests/integration/kubelet.py)"
 # The driver stops the daemon (SIGTERM) and removes its temp kubelet root itself.
-"$py" "$here/tests/integration/demo_kubelet.py" "$bin" "$config" "$node/sys" "$node/dev"
+"$py" "$here/tests/integration/demo_kubelet.py" "$bin" "$config" "$node/sys" "$node/dev" --metrics
 echo
 echo "### exclusive NICs (docs/exclusive.md): which NIC sits next to which GPU"
 echo "### rdma-dp topo --sysfs-root $node/sys --dev-root $node/dev"

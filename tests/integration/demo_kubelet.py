@@ -3,9 +3,14 @@
 """Demo driver: runs `rdma-dp serve` on a fixture node against the fake kubelet and prints
 what `kubectl describe node` would show and what a pod asking for one unit would get.
 
-    demo_kubelet.py RDMA_DP CONFIG SYSFS_ROOT DEV_ROOT
+    demo_kubelet.py RDMA_DP CONFIG SYSFS_ROOT DEV_ROOT [--metrics]
+
+--metrics: the daemon also serves its metrics endpoint (on a free loopback port), and the demo
+ends with an excerpt of GET /metrics (the README quotes it).
 """
+import http.client
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -14,17 +19,47 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet as K  # noqa: E402
 
 
+# What the README quotes of GET /metrics: one HCA's port, and one resource of the plugin.
+METRICS_EXCERPT = re.compile(
+    r'^rdma_dp_(port_info|state_id|rate_bytes_per_second|port_data_(transmitted|received)_bytes'
+    r'_total|symbol_error_total|local_ack_timeout_errors_total)\{device="mlx5_0"'
+    r'|^rdma_dp_pma_saturated\{device="mlx5_0",port="1",counter="symbol_error"'
+    r'|^rdma_dp_(resource_(units|healthy_units|usable_devices|registered)|allocate_requests_total'
+    r'|registrations_total)\{resource="rdma/compute_ib_numa0"\}'
+    r'|^rdma_dp_rescans_total\{cause="start"\}|^# TYPE rdma_dp_(port_data_transmitted_bytes_total'
+    r'|resource_units|allocate_requests_total) ')
+
+
+def print_metrics(d):
+    port = re.search(r"address=127\.0\.0\.1:(\d+)", d.wait_log("event=metrics-serving")).group(1)
+    c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+    c.request("GET", "/metrics")
+    r = c.getresponse()
+    body = r.read().decode()
+    c.close()
+    print()
+    print("== GET /metrics (serve --metrics-address), %s: an excerpt" %
+          r.getheader("Content-Type"))
+    for ln in body.splitlines():
+        if METRICS_EXCERPT.search(ln):
+            print(ln)
+
+
 def main():
-    if len(sys.argv) != 5:
+    args = sys.argv[1:]
+    with_metrics = "--metrics" in args
+    args = [a for a in args if a != "--metrics"]
+    if len(args) != 4:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    binary, config, sysfs, dev = sys.argv[1:]
+    binary, config, sysfs, dev = args
     import json
     resources = ["%s/%s" % (r.get("resourcePrefix", "rdma"), r["resourceName"])
                  for r in json.load(open(config))["configList"]]
     tmp = tempfile.mkdtemp(dir="/tmp", prefix="rdpdemo")
     kl = K.FakeKubelet(os.path.join(tmp, "kubelet")).start()
-    d = K.Daemon(binary, config=config, sysfs=sysfs, dev=dev, kubelet_root=kl.root)
+    d = K.Daemon(binary, config=config, sysfs=sysfs, dev=dev, kubelet_root=kl.root,
+                 extra=("--metrics-address", "127.0.0.1:0") if with_metrics else ())
     rc = 1
     try:
         regs = {r: kl.wait_registered(r, timeout=60) for r in resources}
@@ -82,6 +117,8 @@ def main():
             _, _, must, size, pref = kl.preferred_calls[0]
             print("  (train-0: GetPreferredAllocation(size %d) answered %s: one socket's "
                   "NICs)" % (size, " ".join(pref)))
+        if with_metrics:
+            print_metrics(d)
         rc = 0
     finally:
         code = d.stop()

@@ -27,6 +27,14 @@ def test_demo_runs_to_the_end():
                  "== daemon stopped with SIGTERM: exit 0, its sockets removed"):
         assert want in out, want
     assert out.count("== daemon stopped with SIGTERM: exit 0") == 2
+    # The README quotes the /metrics excerpt the demo prints, line for line.
+    lines = out.split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("== GET /metrics"))
+    end = lines.index("", start)
+    excerpt = "\n".join(lines[start:end])
+    assert len(lines[start:end]) > 10, excerpt
+    readme = (REPO / "README.md").read_text()
+    assert "$ make demo\n...\n" + excerpt + "\n```" in readme, excerpt
 
 
 def test_demo_cdi_matches_the_docs():
