@@ -28,6 +28,7 @@
 
 #include <http_parser.h>
 
+#include "errmsg.h"
 #include "event.h"
 #include "http-server-internal.h"
 #include "macro.h"
@@ -179,18 +180,6 @@ static void limits_normalize(struct rdp_http_limits *l, const struct rdp_http_li
 
 /* ---- addresses ---- */
 
-static int addr_fail(char *err, size_t errlen, const char *fmt, ...) _printf_(3, 4);
-static int addr_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
 
 static bool all_digits(const char *s, size_t n)
 {
@@ -216,21 +205,23 @@ int rdp_http_parse_address(const char *s, struct sockaddr_storage *ss, socklen_t
 	if (!s || !ss || !len)
 		return -EINVAL;
 	if (!*s)
-		return addr_fail(err, errlen,
-				 "empty address: expected IP:PORT, [IPv6]:PORT or :PORT");
+		return rdp_errmsg(err, errlen, -EINVAL,
+				  "empty address: expected IP:PORT, [IPv6]:PORT or :PORT");
 	if (s[0] == '[') {
 		const char *close = strchr(s, ']');
 
 		if (!close)
-			return addr_fail(err, errlen, "missing ']' after the IPv6 address");
+			return rdp_errmsg(err, errlen, -EINVAL,
+					  "missing ']' after the IPv6 address");
 		host = s + 1;
 		hostlen = (size_t)(close - host);
 		if (!close[1])
-			return addr_fail(err, errlen, "missing port: use [IPv6]:PORT, e.g. [::1]:9470");
+			return rdp_errmsg(err, errlen, -EINVAL,
+					  "missing port: use [IPv6]:PORT, e.g. [::1]:9470");
 		if (close[1] != ':')
-			return addr_fail(err, errlen, "expected ':PORT' after ']'");
+			return rdp_errmsg(err, errlen, -EINVAL, "expected ':PORT' after ']'");
 		if (!hostlen)
-			return addr_fail(err, errlen, "empty IPv6 address in []");
+			return rdp_errmsg(err, errlen, -EINVAL, "empty IPv6 address in []");
 		port = close + 2;
 		v6 = true;
 	} else {
@@ -239,31 +230,36 @@ int rdp_http_parse_address(const char *s, struct sockaddr_storage *ss, socklen_t
 			struct in_addr a4;
 
 			if (all_digits(s, strlen(s)))
-				return addr_fail(err, errlen,
-						 "missing ':' before the port (':%s' listens on every "
-						 "address)", s);
+				return rdp_errmsg(
+					err, errlen, -EINVAL,
+					"missing ':' before the port (':%s' listens on every "
+					"address)",
+					s);
 			if (strlen(s) < sizeof(hbuf) && inet_pton(AF_INET, s, &a4) == 1)
-				return addr_fail(err, errlen, "missing port: use %s:PORT", s);
-			return addr_fail(err, errlen,
-					 "hostname not allowed: use an IP address (e.g. 127.0.0.1:9470, "
-					 "[::1]:9470 or :9470)");
+				return rdp_errmsg(err, errlen, -EINVAL, "missing port: use %s:PORT",
+						  s);
+			return rdp_errmsg(
+				err, errlen, -EINVAL,
+				"hostname not allowed: use an IP address (e.g. 127.0.0.1:9470, "
+				"[::1]:9470 or :9470)");
 		}
 		if (strchr(s, ':') != colon)
-			return addr_fail(err, errlen,
-					 "an IPv6 address needs brackets: [IPv6]:PORT, e.g. [::1]:9470");
+			return rdp_errmsg(
+				err, errlen, -EINVAL,
+				"an IPv6 address needs brackets: [IPv6]:PORT, e.g. [::1]:9470");
 		host = s;
 		hostlen = (size_t)(colon - s);
 		port = colon + 1;
 	}
 	portlen = strlen(port);
 	if (!portlen)
-		return addr_fail(err, errlen, "missing port after ':'");
+		return rdp_errmsg(err, errlen, -EINVAL, "missing port after ':'");
 	if (!all_digits(port, portlen))
-		return addr_fail(err, errlen, "port is not a number: '%s'", port);
+		return rdp_errmsg(err, errlen, -EINVAL, "port is not a number: '%s'", port);
 	for (i = 0; i < portlen && pnum <= 65535; i++)
 		pnum = pnum * 10 + (unsigned long)(port[i] - '0');
 	if (pnum > 65535)
-		return addr_fail(err, errlen, "port out of range (0-65535): %s", port);
+		return rdp_errmsg(err, errlen, -EINVAL, "port out of range (0-65535): %s", port);
 
 	memset(ss, 0, sizeof(*ss));
 	if (!hostlen) { /* ":PORT": every address, IPv6 dual-stack (IPv4 fallback at bind) */
@@ -277,10 +273,10 @@ int rdp_http_parse_address(const char *s, struct sockaddr_storage *ss, socklen_t
 	}
 	if (hostlen >= sizeof(hbuf)) {
 		if (v6)
-			return addr_fail(err, errlen, "not an IPv6 address (too long)");
-		return addr_fail(err, errlen,
-				 "hostname not allowed: use an IP address (e.g. 127.0.0.1:%lu)",
-				 pnum);
+			return rdp_errmsg(err, errlen, -EINVAL, "not an IPv6 address (too long)");
+		return rdp_errmsg(err, errlen, -EINVAL,
+				  "hostname not allowed: use an IP address (e.g. 127.0.0.1:%lu)",
+				  pnum);
 	}
 	memcpy(hbuf, host, hostlen);
 	hbuf[hostlen] = '\0';
@@ -288,10 +284,10 @@ int rdp_http_parse_address(const char *s, struct sockaddr_storage *ss, socklen_t
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
 
 		if (strchr(hbuf, '%'))
-			return addr_fail(err, errlen, "IPv6 zone indexes are not supported: %s",
-					 hbuf);
+			return rdp_errmsg(err, errlen, -EINVAL,
+					  "IPv6 zone indexes are not supported: %s", hbuf);
 		if (inet_pton(AF_INET6, hbuf, &a->sin6_addr) != 1)
-			return addr_fail(err, errlen, "not an IPv6 address: %s", hbuf);
+			return rdp_errmsg(err, errlen, -EINVAL, "not an IPv6 address: %s", hbuf);
 		a->sin6_family = AF_INET6;
 		a->sin6_port = htons((uint16_t)pnum);
 		*len = sizeof(*a);
@@ -300,11 +296,12 @@ int rdp_http_parse_address(const char *s, struct sockaddr_storage *ss, socklen_t
 
 		if (inet_pton(AF_INET, hbuf, &a->sin_addr) != 1) {
 			if (strspn(hbuf, "0123456789.") == hostlen)
-				return addr_fail(err, errlen, "not an IPv4 address: %s", hbuf);
-			return addr_fail(err, errlen,
-					 "hostname not allowed: use an IP address (e.g. "
-					 "127.0.0.1:%lu, [::1]:%lu or :%lu)",
-					 pnum, pnum, pnum);
+				return rdp_errmsg(err, errlen, -EINVAL, "not an IPv4 address: %s",
+						  hbuf);
+			return rdp_errmsg(err, errlen, -EINVAL,
+					  "hostname not allowed: use an IP address (e.g. "
+					  "127.0.0.1:%lu, [::1]:%lu or :%lu)",
+					  pnum, pnum, pnum);
 		}
 		a->sin_family = AF_INET;
 		a->sin_port = htons((uint16_t)pnum);

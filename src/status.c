@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "errmsg.h"
 #include "fileio.h"
 #include "macro.h"
 
@@ -101,19 +102,6 @@ int rdp_status_format(const struct rdp_status *s, char **ret)
 	return 0;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) _printf_(3, 4);
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
 /* A non-negative integer of the status file, or -1 when absent or anything else. */
 static long long opt_count(json_t *v)
 {
@@ -130,15 +118,18 @@ static int get_string(json_t *o, const char *key, size_t max, bool absolute, cha
 	const char *s;
 
 	if (!v)
-		return fail(err, errlen, "%s: no \"%s\"", where, key);
+		return rdp_errmsg(err, errlen, -EINVAL, "%s: no \"%s\"", where, key);
 	if (!json_is_string(v))
-		return fail(err, errlen, "%s: \"%s\" is not a string", where, key);
+		return rdp_errmsg(err, errlen, -EINVAL, "%s: \"%s\" is not a string", where, key);
 	s = json_string_value(v);
 	if (strlen(s) != json_string_length(v) || !valid_string(s, max))
-		return fail(err, errlen, "%s: \"%s\" is empty, longer than %zu bytes or has "
-			    "control characters", where, key, max);
+		return rdp_errmsg(err, errlen, -EINVAL,
+				  "%s: \"%s\" is empty, longer than %zu bytes or has "
+				  "control characters",
+				  where, key, max);
 	if (absolute && s[0] != '/')
-		return fail(err, errlen, "%s: \"%s\" is not an absolute path", where, key);
+		return rdp_errmsg(err, errlen, -EINVAL, "%s: \"%s\" is not an absolute path", where,
+				  key);
 	*ret = rdp_strdup(s);
 	return *ret ? 0 : -ENOMEM;
 }
@@ -149,15 +140,15 @@ static int get_uint(json_t *o, const char *key, long long max, long long *ret, c
 	json_t *v = json_object_get(o, key);
 
 	if (!v)
-		return fail(err, errlen, "no \"%s\"", key);
+		return rdp_errmsg(err, errlen, -EINVAL, "no \"%s\"", key);
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
-		return fail(err, errlen, "\"%s\" is not an integer from 0 to %lld", key, max);
+		return rdp_errmsg(err, errlen, -EINVAL, "\"%s\" is not an integer from 0 to %lld",
+				  key, max);
 	*ret = json_integer_value(v);
 	return 0;
 }
 
-int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char *err,
-		     size_t errlen)
+int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char *err, size_t errlen)
 {
 	json_auto_t *o = NULL;
 	_cleanup_(rdp_status_freep) struct rdp_status *s = NULL;
@@ -169,23 +160,23 @@ int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char 
 	if (err && errlen)
 		err[0] = '\0';
 	if (len > RDP_STATUS_MAX_BYTES) {
-		fail(err, errlen, "larger than %d bytes", RDP_STATUS_MAX_BYTES);
+		rdp_errmsg(err, errlen, -EINVAL, "larger than %d bytes", RDP_STATUS_MAX_BYTES);
 		return -E2BIG;
 	}
 	if (len == 0)
-		return fail(err, errlen, "empty");
+		return rdp_errmsg(err, errlen, -EINVAL, "empty");
 	o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o)
-		return fail(err, errlen, "not JSON: line %d column %d: %s", jerr.line, jerr.column,
-			    jerr.text);
+		return rdp_errmsg(err, errlen, -EINVAL, "not JSON: line %d column %d: %s",
+				  jerr.line, jerr.column, jerr.text);
 	if (!json_is_object(o))
-		return fail(err, errlen, "not a JSON object");
+		return rdp_errmsg(err, errlen, -EINVAL, "not a JSON object");
 	k = get_uint(o, "format", 1000, &v, err, errlen);
 	if (k < 0)
 		return k;
 	if (v != RDP_STATUS_FORMAT)
-		return fail(err, errlen, "format %lld, this rdma-dp reads format %d", v,
-			    RDP_STATUS_FORMAT);
+		return rdp_errmsg(err, errlen, -EINVAL, "format %lld, this rdma-dp reads format %d",
+				  v, RDP_STATUS_FORMAT);
 	s = rdp_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -201,9 +192,10 @@ int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char 
 		return k;
 	res = json_object_get(o, "resources");
 	if (!json_is_array(res))
-		return fail(err, errlen, "\"resources\" is missing or not an array");
+		return rdp_errmsg(err, errlen, -EINVAL, "\"resources\" is missing or not an array");
 	if (json_array_size(res) > RDP_STATUS_MAX_RESOURCES)
-		return fail(err, errlen, "more than %d resources", RDP_STATUS_MAX_RESOURCES);
+		return rdp_errmsg(err, errlen, -EINVAL, "more than %d resources",
+				  RDP_STATUS_MAX_RESOURCES);
 	s->resources = rdp_calloc(json_array_size(res) + 1, sizeof(*s->resources));
 	if (!s->resources)
 		return -ENOMEM;
@@ -214,10 +206,9 @@ int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char 
 
 		snprintf(where, sizeof(where), "resources[%zu]", i);
 		if (!json_is_object(e))
-			return fail(err, errlen, "%s is not an object", where);
+			return rdp_errmsg(err, errlen, -EINVAL, "%s is not an object", where);
 		s->n_resources++;
-		k = get_string(e, "name", RDP_STATUS_MAX_NAME, false, &r->name, where, err,
-			       errlen);
+		k = get_string(e, "name", RDP_STATUS_MAX_NAME, false, &r->name, where, err, errlen);
 		if (k < 0)
 			return k;
 		k = get_string(e, "socket", RDP_STATUS_MAX_SOCKET, true, &r->socket, where, err,
@@ -226,8 +217,8 @@ int rdp_status_parse(const char *buf, size_t len, struct rdp_status **ret, char 
 			return k;
 		serving = json_object_get(e, "serving");
 		if (!json_is_boolean(serving))
-			return fail(err, errlen, "%s: \"serving\" is missing or not a boolean",
-				    where);
+			return rdp_errmsg(err, errlen, -EINVAL,
+					  "%s: \"serving\" is missing or not a boolean", where);
 		r->serving = json_is_true(serving);
 		/* Optional (a daemon from before they were written): -1, unknown. */
 		r->units = opt_count(json_object_get(e, "units"));
@@ -296,7 +287,7 @@ int rdp_status_read(const char *dir, struct rdp_status **ret, uint64_t *mtime_us
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
-		return fail(err, errlen, "not a regular file");
+		return rdp_errmsg(err, errlen, -EINVAL, "not a regular file");
 	/* One byte more than allowed, so that a larger file is seen as such. */
 	buf = rdp_malloc(RDP_STATUS_MAX_BYTES + 1);
 	if (!buf)
