@@ -375,27 +375,6 @@ static int read_value(int dirfd, const char *name, char *buf)
 	return (int)n;
 }
 
-/* A decimal u64: 1..20 digits, nothing else. */
-static int parse_u64(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-	size_t n = 0;
-
-	for (; s[n]; n++) {
-		unsigned d = (unsigned char)s[n] - '0';
-
-		if (d > 9 || n >= 20)
-			return -EINVAL;
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	if (n == 0)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 static int find_known(unsigned char src, const char *name)
 {
 	for (size_t k = 0; k < N_KNOWN; k++)
@@ -474,7 +453,7 @@ static int read_dir(struct collect *c, size_t port, int portfd, unsigned char sr
 			}
 			r = read_value(fd, name, val);
 			if (r >= 0)
-				r = parse_u64(val, &v);
+				r = rdp_parse_counter(val, &v);
 			if (r < 0) {
 				note_error(c, port, "%s/%s: %s", src_dir[src], name,
 					   value_error(r));

@@ -827,3 +827,23 @@ bool rdp_is_numbered_name(const char *s, const char *prefix, unsigned int *ret_n
 		*ret_num = (unsigned int)v;
 	return true;
 }
+
+int rdp_parse_counter(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	size_t n = 0;
+
+	for (; s[n]; n++) {
+		unsigned d = (unsigned char)s[n] - '0';
+
+		if (d > 9 || n >= 20)
+			return -EINVAL;
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (n == 0)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}

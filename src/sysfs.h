@@ -106,6 +106,12 @@ const char *rdp_path_basename(const char *path);
 
 /* Decimal integer in [min, max]: optional '-', digits, nothing else (no spaces, no '+'). */
 int rdp_parse_long(const char *s, long min, long max, long *ret);
+/*
+ * A counter file's value (a file of ports/N/counters or hw_counters): a decimal u64 of 1 to
+ * 20 digits and nothing else (no sign, no space: the newline is stripped before). -EINVAL,
+ * -ERANGE past 2^64-1; *ret untouched on failure.
+ */
+int rdp_parse_counter(const char *s, uint64_t *ret);
 
 /*
  * "%d: %s" as in ports/N/state ("4: ACTIVE") and phys_state ("5: LinkUp", "7: Phy Test").

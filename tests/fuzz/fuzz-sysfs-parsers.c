@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every pure value parser of sysfs.h on arbitrary strings: rates, GIDs, port states, hex IDs,
- * PCI classes, GUIDs, major:minor, NUMA nodes, integers, link layers, Y/N, PCI addresses,
- * numbered char device names, and path basenames. The input is cut at its first NUL, as a
+ * PCI classes, GUIDs, major:minor, NUMA nodes, integers, counter values, link layers, Y/N,
+ * PCI addresses, numbered char device names, and path basenames. The input is cut at its first NUL, as a
  * sysfs attribute read by rdp_sysfs_read_attr() is (it refuses values with a NUL inside).
  *
  * Beyond "no crash": results are checked against each contract (ranges, formats, output
@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,24 @@ static void parse_all(const char *s)
 	bool b = false;
 	int r;
 
+	{
+		uint64_t c = 0x5a5a;
+		char back[24];
+
+		r = rdp_parse_counter(s, &c);
+		if (r == 0) {
+			/* digits only, at most 20, and the value prints back as s without zeros */
+			const char *z = s;
+
+			CHECK(strlen(s) >= 1 && strlen(s) <= 20 && strspn(s, "0123456789") == strlen(s));
+			while (z[0] == '0' && z[1])
+				z++;
+			snprintf(back, sizeof(back), "%llu", (unsigned long long)c);
+			CHECK(strcmp(back, z) == 0);
+		} else {
+			CHECK(c == 0x5a5a && (r == -EINVAL || r == -ERANGE));
+		}
+	}
 	r = rdp_parse_long(s, -1000, 1000, &l);
 	CHECK(r == 0 ? l >= -1000 && l <= 1000 : l == 0x5a5a);
 	r = rdp_parse_long(s, 0, 0, &l);
