@@ -534,6 +534,7 @@ class _TLSServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         o = self.owner
         with o._lock:
             o._conns.add(request)
+            o.accepted += 1
         try:
             mode = o._outage
             if mode == "reset":
@@ -616,6 +617,7 @@ class FakeAPIServer:
         self.log = []
         self.warnings = []
         self.tls_errors = []
+        self.accepted = 0  # TCP connections accepted (keep-alive reuse shows as few)
         self.rv = 1
         self.nodes = {}
         self._slices = {}
