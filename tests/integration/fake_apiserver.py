@@ -452,6 +452,70 @@ def validate_slice(obj, node_uids=None, require_node_owner=True):
     return errs
 
 
+_GO_TYPES = {bool: "bool", int: "number", float: "number", str: "string", list: "array",
+             dict: "object", type(None): "null"}
+
+
+def decode_error(obj):
+    """The apiserver decodes JSON into Go structs before validating: a value of the wrong JSON
+    type is a 400 BadRequest ("cannot be handled as a ResourceSlice: json: cannot unmarshal
+    ..."), not a 422. Returns that message or None (checks the typed fields a driver writes)."""
+
+    def bad(v, want, where, gotype):
+        ok = {"int": lambda x: isinstance(x, int) and not isinstance(x, bool),
+              "bool": lambda x: isinstance(x, bool), "string": lambda x: isinstance(x, str),
+              "array": lambda x: isinstance(x, list), "object": lambda x: isinstance(x, dict)}
+        if v is None or ok[want](v):
+            return None
+        return ('ResourceSlice in version "v1" cannot be handled as a ResourceSlice: json: '
+                'cannot unmarshal %s into Go struct field %s of type %s' % (
+                    _GO_TYPES.get(type(v), "value"), where, gotype))
+
+    checks = []
+    meta = obj.get("metadata")
+    checks.append((meta, "object", "ResourceSlice.metadata", "v1.ObjectMeta"))
+    spec = obj.get("spec")
+    checks.append((spec, "object", "ResourceSlice.spec", "v1.ResourceSliceSpec"))
+    if isinstance(spec, dict):
+        checks += [(spec.get("driver"), "string", "ResourceSliceSpec.spec.driver", "string"),
+                   (spec.get("nodeName"), "string", "ResourceSliceSpec.spec.nodeName", "string"),
+                   (spec.get("allNodes"), "bool", "ResourceSliceSpec.spec.allNodes", "bool"),
+                   (spec.get("pool"), "object", "ResourceSliceSpec.spec.pool", "v1.ResourcePool"),
+                   (spec.get("devices"), "array", "ResourceSliceSpec.spec.devices",
+                    "[]v1.Device")]
+        pool = spec.get("pool")
+        if isinstance(pool, dict):
+            checks += [(pool.get("name"), "string", "ResourcePool.spec.pool.name", "string"),
+                       (pool.get("generation"), "int", "ResourcePool.spec.pool.generation",
+                        "int64"),
+                       (pool.get("resourceSliceCount"), "int",
+                        "ResourcePool.spec.pool.resourceSliceCount", "int64")]
+        for d in spec.get("devices") if isinstance(spec.get("devices"), list) else []:
+            checks.append((d, "object", "ResourceSliceSpec.spec.devices", "v1.Device"))
+            if not isinstance(d, dict):
+                continue
+            checks += [(d.get("name"), "string", "Device.spec.devices.name", "string"),
+                       (d.get("attributes"), "object", "Device.spec.devices.attributes",
+                        "map[v1.QualifiedName]v1.DeviceAttribute"),
+                       (d.get("capacity"), "object", "Device.spec.devices.capacity",
+                        "map[v1.QualifiedName]v1.DeviceCapacity")]
+            attrs = d.get("attributes")
+            for a in attrs.values() if isinstance(attrs, dict) else []:
+                checks.append((a, "object", "Device.spec.devices.attributes",
+                               "v1.DeviceAttribute"))
+                if isinstance(a, dict):
+                    for f, t, g in (("int", "int", "int64"), ("bool", "bool", "bool"),
+                                    ("string", "string", "string"),
+                                    ("version", "string", "string")):
+                        checks.append((a.get(f), t, "DeviceAttribute.spec.devices.attributes."
+                                       + f, g))
+    for v, want, where, gotype in checks:
+        m = bad(v, want, where, gotype)
+        if m:
+            return m
+    return None
+
+
 def unknown_fields(obj):
     """JSON paths of fields a 1.34 apiserver does not know (reported as warnings)."""
     out = []
@@ -902,6 +966,13 @@ class FakeAPIServer:
                     raise ValueError("too large")
         n = int(h.headers.get("Content-Length") or 0)
         if n > MAX_BODY:
+            left = min(n, 64 * MAX_BODY)  # drain it, so the client gets to read the 413
+            while left > 0:
+                b = h.rfile.read(min(left, 65536))
+                if not b:
+                    break
+                left -= len(b)
+            h.close_connection = True
             raise ValueError("too large")
         return h.rfile.read(n) if n else b""
 
@@ -969,6 +1040,8 @@ class FakeAPIServer:
         h.send_header("Cache-Control", "no-cache, private")
         for k, v in extra.items():
             h.send_header(k, v)
+        if h.close_connection:
+            h.send_header("Connection", "close")
         h.end_headers()
         h.wfile.write(body)
         h.wfile.flush()
@@ -1116,6 +1189,9 @@ class FakeAPIServer:
         if not isinstance(obj, dict):
             return None, (400, status(400, "BadRequest", "the object provided is unrecognized"),
                           {})
+        derr = decode_error(obj)
+        if derr:
+            return None, (400, status(400, "BadRequest", derr), {})
         if obj.get("apiVersion") != GROUP + "/v1" or obj.get("kind") != "ResourceSlice":
             return None, (400, status(400, "BadRequest",
                                       "the API version in the data (%s) does not match the "

@@ -128,8 +128,6 @@ def _mutations():
          "spec.devices[0].attributes[ibdev].string"),
         ("attr-version-bad", lambda s: dev0(s)["attributes"].update(
             drvVersion={"version": "1.0"}), "spec.devices[0].attributes[drvVersion].version"),
-        ("attr-int-is-string", lambda s: dev0(s)["attributes"].update(
-            numaNode={"int": "0"}), "spec.devices[0].attributes[numaNode].int"),
         ("33-attributes", many_attrs(33), "spec.devices[0]"),
         ("30-attrs-3-caps", lambda s: dev0(s).update(
             attributes={"a%d" % i: {"int": i} for i in range(30)},
@@ -181,6 +179,29 @@ def test_invalid_slice_refused_with_field(api, client, what, mutate, field):
     assert obj["message"].startswith('ResourceSlice.resource.k8s.io "')
     assert field + ":" in obj["message"], obj["message"]
     assert field in [c["field"] for c in obj["details"]["causes"]], obj["details"]
+    assert api.slices() == []
+
+
+@pytest.mark.parametrize("mutate,where", [
+    (lambda s: s["spec"]["devices"][0]["attributes"].update(numaNode={"int": "0"}),
+     "DeviceAttribute.spec.devices.attributes.int of type int64"),
+    (lambda s: s["spec"]["devices"][0]["attributes"].update(rdma={"bool": "true"}),
+     "DeviceAttribute.spec.devices.attributes.bool of type bool"),
+    (lambda s: s["spec"]["devices"][0]["attributes"].update(ibdev={"string": 5}),
+     "DeviceAttribute.spec.devices.attributes.string of type string"),
+    (lambda s: s["spec"]["pool"].update(generation="1"),
+     "ResourcePool.spec.pool.generation of type int64"),
+    (lambda s: s["spec"].update(devices={}), "ResourceSliceSpec.spec.devices of type"),
+])
+def test_wrong_json_types_are_decode_errors(api, client, mutate, where):
+    """The real apiserver fails to decode these (400), before any validation (422)."""
+    s = good_slice(api)
+    mutate(s)
+    st, obj = client.request("POST", F.SLICES, s)
+    assert st == 400 and obj["reason"] == "BadRequest", obj
+    assert obj["message"].startswith('ResourceSlice in version "v1" cannot be handled as a '
+                                     'ResourceSlice: json: cannot unmarshal ')
+    assert where in obj["message"]
     assert api.slices() == []
 
 
