@@ -508,6 +508,35 @@ class DRAKubelet:
                   check=True):
         return self._call("NodeUnprepareResources", driver, claims, version, timeout, check)
 
+    def prepare_pod(self, pod_uid, claim_refs, driver="rdma.rdma-dp.io", version=None,
+                    timeout=CALL_TIMEOUT):
+        """What kubelet's DRA manager does for a pod before calling the driver (manager.go
+        prepareResources): GET each claim [(namespace, name)] from the apiserver, require it
+        allocated and reserved for the pod, then one batched NodePrepareResources with the
+        claims that have results for the driver. Returns the response (None when no claim
+        concerns the driver)."""
+        import fake_apiserver
+        batch = []
+        for ns, name in claim_refs:
+            st, c = self.client.request("GET", "%s/namespaces/%s/resourceclaims/%s" % (
+                fake_apiserver.RV1, ns, name))
+            if st != 200:
+                raise DRAKubeletError("failed to fetch ResourceClaim %s referenced by pod %s: "
+                                      "%s" % (name, pod_uid, (c or {}).get("message")))
+            status = c.get("status") or {}
+            if not any(r.get("uid") == pod_uid for r in status.get("reservedFor") or []):
+                raise DRAKubeletError("pod %s is not allowed to use resource claim %s(%s)" % (
+                    pod_uid, name, c["metadata"]["uid"]))
+            alloc = status.get("allocation")
+            if alloc is None:
+                raise DRAKubeletError("claim %s: no allocation" % name)
+            if any(r.get("driver") == driver for r in
+                   (alloc.get("devices") or {}).get("results") or []):
+                batch.append((ns, name, c["metadata"]["uid"]))
+        if not batch:
+            return None
+        return self.prepare(batch, driver=driver, version=version, timeout=timeout)
+
 
 def cdi_ids(resp, uid):
     """All CDI device IDs of one claim in a NodePrepareResourcesResponse."""

@@ -26,7 +26,7 @@ apiserver's (it only checks that owner references are complete): with require_no
 slice with spec.nodeName must be owned by that Node (apiVersion v1, kind Node, its name and
 uid), as the design demands for garbage collection.
 
-Test controls: outage(mode) (None | "refuse" | "hang" | "reset" | an HTTP code such as 500,
+Test controls: outage(mode) (None | "refuse" | "hang" | "stall" | "reset" | an HTTP code: 500,
 503, 429), latency (seconds before each answer), inject(...) one-shot faults on matching
 requests, rotate_token(grace=...), revoke_token(), a request log (self.log), claims
 put/delete/replace, direct slice access (slices(), add_slice()).
@@ -601,6 +601,10 @@ class _TLSServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
             o.accepted += 1
         try:
             mode = o._outage
+            if mode == "stall":  # accepted, but no TLS handshake until the outage ends
+                while not o._released.wait(0.1) and not o._stopping.is_set():
+                    pass
+                return
             if mode == "reset":
                 request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return
@@ -800,12 +804,14 @@ class FakeAPIServer:
     def outage(self, mode):
         """None: healthy. "refuse": the port is closed (ECONNREFUSED) and open connections are
         dropped. "hang": requests are read and never answered (until the outage ends; then the
-        connection is closed). "reset": connections are accepted and reset. An int: every
+        connection is closed). "stall": new connections are accepted by the kernel but never
+        get a TLS handshake (until the outage ends). "reset": connections are accepted and
+        reset. An int: every
         request is answered with that code and a Status (500 InternalError, 503
         ServiceUnavailable, 429 TooManyRequests with Retry-After: 1, ...)."""
         prev = self._outage
         self._outage = mode
-        if mode == "hang":
+        if mode in ("hang", "stall"):
             self._released.clear()
         else:
             self._released.set()

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Tests of the DRA stand-ins themselves (fake_apiserver.py, dra_kubelet.py, dra_env.py), so
 the end-to-end tests of `rdma-dp dra` stand on checked ground. Nothing here runs rdma-dp."""
-import json
 import os
 import pathlib
 import re
@@ -9,7 +8,6 @@ import shutil
 import socket
 import ssl
 import tempfile
-import threading
 import time
 from concurrent import futures
 
@@ -410,6 +408,14 @@ def test_outages_latency_and_faults(api, client):
     c2.close()
     api.outage(None)
     assert client.request("GET", F.SLICES)[0] == 200
+    api.outage("stall")
+    with socket.create_connection(("127.0.0.1", api.port), timeout=2) as s:
+        ctx = ssl.create_default_context(cafile=api.ca_path)
+        s.settimeout(0.5)
+        with pytest.raises((socket.timeout, TimeoutError)):
+            ctx.wrap_socket(s, server_hostname="kubernetes.default.svc")
+    api.outage(None)
+    assert client.request("GET", F.SLICES)[0] == 200
     api.outage("refuse")
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", api.port), timeout=2)
@@ -598,6 +604,30 @@ def test_registration_picks_first_supported_in_plugin_order(kdir, kube, order, c
                                    "NodeUnprepareResources" % ver, ["uid-0"])
         claim = dra_env.make_claim("c9", "ns9", [("nic", "node-a", "pci-0000-18-00-0")])
         assert sorted(kube.prepare([claim]).claims) == [claim["metadata"]["uid"]]
+    finally:
+        p.stop()
+
+
+def test_prepare_pod_reads_claims_as_kubelet_does(kdir, kube, api):
+    p = TinyPlugin(kdir).start()
+    try:
+        kube.start()
+        kube.wait_registered(DRV)
+        pod = ("pod-1", "pod-uid-1")
+        nic = api.put_claim(dra_env.make_claim("nic", "ns1", [("nic", "node-a", "d0")], pod=pod))
+        gpu = api.put_claim(dra_env.make_claim("gpu", "ns1", [("gpu", "node-a", "g0",
+                                                                 "gpu.example.com")], pod=pod))
+        other = api.put_claim(dra_env.make_claim("other", "ns1", [("nic", "node-a", "d1")]))
+        resp = kube.prepare_pod("pod-uid-1", [("ns1", "nic"), ("ns1", "gpu")])
+        assert sorted(resp.claims) == [nic["metadata"]["uid"]]   # only this driver's claims
+        assert p.calls[-1][1] == [nic["metadata"]["uid"]]
+        assert kube.prepare_pod("pod-uid-1", [("ns1", "gpu")]) is None
+        with pytest.raises(dra_kubelet.DRAKubeletError, match="not allowed to use"):
+            kube.prepare_pod("pod-uid-1", [("ns1", "other")])
+        with pytest.raises(dra_kubelet.DRAKubeletError, match="failed to fetch"):
+            kube.prepare_pod("pod-uid-1", [("ns1", "missing")])
+        assert api.requests("GET", "resourceclaims/nic$")[-1]["token"] == kube.token
+        del gpu, other
     finally:
         p.stop()
 
