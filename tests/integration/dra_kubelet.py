@@ -13,9 +13,11 @@ and pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, manager.go:
     endpoint "" = the registration socket; a second plugin of the same driver on the same
     endpoint is refused; then NotifyRegistrationStatus (5 s). A failed validation is retried
     with exponential backoff (0.5 s doubling), as the reconciler does.
-  - the DRA endpoint is dialled lazily and asked to connect (grpc.NewClient + Connect()); its
-    connectivity is watched passively: "connected" = READY. It does not reconnect on its own
-    (grpc-go's channel goes idle); a call or a re-registration does.
+  - the DRA endpoint is dialled lazily and asked to connect (grpc.NewClient + Connect());
+    "connected" = the channel is READY (kubelet's stats handler: ConnBegin/ConnEnd); a lost
+    connection is re-dialled at once (HandleConn calls conn.Connect() on ConnEnd), with grpc's
+    own backoff, so a driver restarted on the same endpoint is usable again without a new
+    registration.
   - ResourceSlice wiping through the fake apiserver (DeleteCollection with kubelet's own
     token): at start(), spec.nodeName=<node>; when no registered plugin of a driver is
     connected for wipe_delay seconds (kubelet: 30 s, defaultWipingDelay),
@@ -162,6 +164,7 @@ class DRAKubelet:
         self.generation = 0
         self._known = set()       # drivers ever registered (to watch for wiping)
         self._pending = {}        # driver -> fire time (monotonic)
+        self._wipe_backoff = {}   # driver -> last retry delay of a failed wipe
         self._seen = {}           # socket -> (ino, mtime_ns)
         self._retry = {}          # socket -> (next attempt, backoff, key)
         self._stop = threading.Event()
@@ -220,12 +223,15 @@ class DRAKubelet:
             self.cond.notify_all()
         return st
 
-    def _wipe_at_start(self, attempts=5):
+    def _wipe_at_start(self, attempts=8):
+        """kubelet runs this in the background, retrying (1 s doubling) on any error, in
+        parallel with the plugin watcher; here it runs first, so a driver registering at once
+        never races it (kubelet's reconciler starts a second later, in practice the same)."""
         if self.client is None:
             return
-        delay = 0.2
+        delay = 0.25
         for _ in range(attempts):
-            if self._delete_collection({"spec.nodeName": self.node}) == 200:
+            if self._delete_collection({"spec.nodeName": self.node}) in (200, 404):
                 return
             time.sleep(delay)
             delay *= 2
@@ -246,7 +252,15 @@ class DRAKubelet:
                     self._pending[drv] = None  # fired; re-armed when usable again
                     fire.append(drv)
         for drv in fire:
-            self._delete_collection({"spec.nodeName": self.node, "spec.driver": drv})
+            st = self._delete_collection({"spec.nodeName": self.node, "spec.driver": drv})
+            if st not in (200, 404):  # wipeResourceSlices retries (1 s doubling)
+                with self.cond:
+                    back = self._wipe_backoff.get(drv, 0.5) * 2
+                    self._wipe_backoff[drv] = min(back, 300.0)
+                    if drv in self._pending and not self._usable(drv):
+                        self._pending[drv] = time.monotonic() + back
+            else:
+                self._wipe_backoff.pop(drv, None)
 
     def _usable(self, driver):
         return any(p.connected for p in self.plugins.get(driver, []))
@@ -276,6 +290,13 @@ class DRAKubelet:
         for p in plugins:
             s = p.state()  # cygrpc's int: 0 idle, 1 connecting, 2 ready, 3 failure, 4 down
             c = (s == 2) if s is not None else p.connected
+            if s in (0, 3) and not p.closed:
+                # kubelet's HandleConn calls conn.Connect() on ConnEnd "otherwise gRPC wouldn't
+                # try and thus we wouldn't be notified about a restart of the plugin"
+                try:
+                    p.channel._channel.check_connectivity_state(True)
+                except Exception:  # noqa: BLE001
+                    pass
             if c != p.connected:
                 p.connected = c
                 p.ever_connected |= c

@@ -72,7 +72,8 @@ _PRE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
 _BUILD = r"[0-9a-zA-Z-]+"
 SEMVER = re.compile(r"^" + _NUM + r"\." + _NUM + r"\." + _NUM + r"(-" + _PRE + r"(\." + _PRE +
                     r")*)?(\+" + _BUILD + r"(\." + _BUILD + r")*)?$")
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)"
+                      r"([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
 
 LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
              "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
@@ -744,7 +745,7 @@ class FakeAPIServer:
     def server_name(self):
         return "kubernetes.default.svc"
 
-    # -- tokens -------------------------------------------------------------------------------------
+    # -- tokens ------------------------------------------------------------------------------------
     @staticmethod
     def new_token():
         return "tok-" + uuid.uuid4().hex
@@ -800,7 +801,7 @@ class FakeAPIServer:
                     self._tokens[old] = time.monotonic() + grace
         return old, new
 
-    # -- faults -------------------------------------------------------------------------------------
+    # -- faults ------------------------------------------------------------------------------------
     def outage(self, mode):
         """None: healthy. "refuse": the port is closed (ECONNREFUSED) and open connections are
         dropped. "hang": requests are read and never answered (until the outage ends; then the
@@ -929,7 +930,7 @@ class FakeAPIServer:
             c = self._claims.get((namespace, name))
             return json.loads(json.dumps(c)) if c else None
 
-    # -- requests -----------------------------------------------------------------------------------
+    # -- requests ----------------------------------------------------------------------------------
     def requests(self, method=None, path=None, status=None):
         """Log entries matching method, a path regex (search) and status."""
         with self._lock:
@@ -1073,7 +1074,7 @@ class FakeAPIServer:
         extra = {"Retry-After": "1"} if code in (429, 503) else {}
         return code, status(code, reason, msg), extra
 
-    # -- routing ------------------------------------------------------------------------------------
+    # -- routing -----------------------------------------------------------------------------------
     def _route(self, method, path, query, raw, headers):
         parts = [p for p in path.split("/") if p]
         watch = query.get("watch", [""])[0] in ("1", "true")

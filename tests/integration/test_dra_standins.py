@@ -444,7 +444,7 @@ def test_outages_latency_and_faults(api, client):
     assert [e["status"] for e in api.requests("PUT")] == [409, 200]
 
 
-# -- a tiny DRA plugin (not rdma-dp) ----------------------------------------------------------------
+# -- a tiny DRA plugin (not rdma-dp) ---------------------------------------------------------------
 class TinyPlugin:
     """A DRA plugin in Python: the registration socket (GetInfo, NotifyRegistrationStatus) and a
     DRA endpoint serving v1 and v1beta1, answering one device per claim unless told to
@@ -729,6 +729,42 @@ def test_wipe_after_driver_unreachable(kdir, kube, api):
         assert w[0] - t0 >= 1.0   # not before wipe_delay
         assert sorted((s["spec"]["nodeName"], s["spec"]["driver"]) for s in api.slices()) == [
             ("node-a", "gpu.example.com"), ("node-b", DRV)]
+    finally:
+        p.stop()
+
+
+def test_driver_restarted_on_same_endpoint_is_reconnected(kdir, api):
+    k = dra_kubelet.DRAKubelet(kdir, node="node-a", api=api, wipe_delay=3.0)
+    p = TinyPlugin(kdir).start()
+    try:
+        k.start()
+        k.wait_registered(DRV)
+        n, nreg = len(k.wipes), len(k.registrations)
+        p.stop_dra()                  # the DRA endpoint goes away, the registration stays
+        k.wait(lambda: not k.usable(DRV), timeout=5, what="disconnect")
+        assert k.pending_wipe(DRV) is not None
+        p.start_dra()                 # and comes back on the same path
+        k.wait(lambda: k.usable(DRV), timeout=5, what="reconnect")
+        assert len(k.registrations) == nreg and k.pending_wipe(DRV) is None
+        assert k.prepare(claims3()[:1]) is not None
+        assert k.wipes[n:] == []
+    finally:
+        p.stop()
+        k.close()
+
+
+def test_failed_wipe_is_retried(kdir, kube, api):
+    p = TinyPlugin(kdir).start()
+    try:
+        kube.start()
+        kube.wait_registered(DRV)
+        n = len(kube.wipes)
+        api.inject(503, method="DELETE", count=1)
+        p.stop_dra()
+        w = kube.wait_wipe("spec.driver=", after=n, timeout=10)
+        assert w[2] == 503
+        w = kube.wait_wipe("spec.driver=", after=n + 1, timeout=10)
+        assert w[2] == 200
     finally:
         p.stop()
 
