@@ -572,6 +572,23 @@ def invalid(kind, name, errs):
                    "causes": [e.cause() for e in errs]})
 
 
+def _list_item(obj):
+    """Items of a typed list carry no apiVersion/kind, as the real apiserver sends them."""
+    o = json.loads(json.dumps(obj))
+    o.pop("apiVersion", None)
+    o.pop("kind", None)
+    return o
+
+
+def _managed(m, user_agent, op):
+    """metadata.managedFields as the apiserver's field manager records a create/update (the
+    manager is the User-Agent's first word)."""
+    mgr = (user_agent or "unknown").split("/")[0].split(" ")[0] or "unknown"
+    m["managedFields"] = [{"manager": mgr, "operation": op, "apiVersion": GROUP + "/v1",
+                           "time": now_rfc3339(), "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:metadata": {}, "f:spec": {}}}]
+
+
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
 
@@ -1164,7 +1181,7 @@ class FakeAPIServer:
         if err:
             return 400, status(400, "BadRequest", err), {}
         with self._lock:
-            items = [json.loads(json.dumps(s)) for _, s in sorted(self._slices.items())
+            items = [_list_item(s) for _, s in sorted(self._slices.items())
                      if self._matches(s, sel)]
             return 200, {"kind": "ResourceSliceList", "apiVersion": GROUP + "/v1",
                          "metadata": {"resourceVersion": str(self.rv)}, "items": items}, {}
@@ -1175,7 +1192,7 @@ class FakeAPIServer:
             return 400, status(400, "BadRequest", err), {}
         with self._lock:
             gone = [n for n, s in sorted(self._slices.items()) if self._matches(s, sel)]
-            items = [self._slices.pop(n) for n in gone]
+            items = [_list_item(self._slices.pop(n)) for n in gone]
             self._next_rv()
             self.cond.notify_all()
             return 200, {"kind": "ResourceSliceList", "apiVersion": GROUP + "/v1",
@@ -1245,6 +1262,7 @@ class FakeAPIServer:
                                     "kind": "resourceslices"}), {}
             extra = self._warn(obj)
             self._stamp(obj)
+            _managed(m, headers.get("User-Agent"), "Update")
             self._slices[m["name"]] = obj
             self.cond.notify_all()
             return 201, json.loads(json.dumps(obj)), extra
@@ -1288,6 +1306,7 @@ class FakeAPIServer:
                 m[f] = om[f]
             m["generation"] = om.get("generation", 1) + (1 if nspec != ospec else 0)
             m["resourceVersion"] = self._next_rv()
+            _managed(m, headers.get("User-Agent"), "Update")
             self._slices[name] = obj
             self.cond.notify_all()
             return 200, json.loads(json.dumps(obj)), extra

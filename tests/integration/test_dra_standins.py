@@ -79,6 +79,8 @@ def test_valid_slice_accepted_listed_and_filtered(api, client):
     assert st == 200 and lst["kind"] == "ResourceSliceList"
     assert lst["apiVersion"] == "resource.k8s.io/v1" and lst["metadata"]["resourceVersion"]
     assert sorted(len(i["spec"]["devices"]) for i in lst["items"]) == [0, 2]
+    assert all("kind" not in i and "apiVersion" not in i for i in lst["items"])
+    assert lst["items"][0]["metadata"]["managedFields"][0]["manager"] == "rdp-test-client"
     assert len(client.request("GET", F.SLICES)[1]["items"]) == 4
     st, one = client.request("GET", F.SLICES + "/" + m["name"])
     assert st == 200 and one["metadata"]["uid"] == m["uid"]
