@@ -168,16 +168,23 @@ int rdp_registration_start(struct rdp_registration *r)
 /* Plugin watcher. */
 
 
-int rdp_watcher_info_pack(const char *name, const char *endpoint, uint8_t **ret, size_t *ret_len)
+int rdp_watcher_info_pack(const char *name, const char *endpoint, const char *type,
+			  const char *const *versions, size_t n_versions, uint8_t **ret,
+			  size_t *ret_len)
 {
 	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
-	char *versions[] = {(char *)RDP_API_VERSION};
+	static const char *const dp_versions[] = {RDP_API_VERSION};
 
-	info.type = (char *)RDP_WATCHER_PLUGIN_TYPE;
+	if (!type) {
+		type = RDP_WATCHER_PLUGIN_TYPE;
+		versions = dp_versions;
+		n_versions = ARRAY_SIZE(dp_versions);
+	}
+	info.type = (char *)type;
 	info.name = (char *)name;
 	info.endpoint = (char *)endpoint;
-	info.n_supported_versions = ARRAY_SIZE(versions);
-	info.supported_versions = versions;
+	info.n_supported_versions = n_versions;
+	info.supported_versions = (char **)versions;
 	return rdp_pb_pack(&info.base, ret, ret_len);
 }
 
@@ -197,7 +204,8 @@ void rdp_watcher_dispatch(const struct rdp_watcher_info *info, struct rdp_grpc_c
 	int k;
 
 	if (strcmp(path, rdp_method_path(RDP_METHOD_WATCHER_GET_INFO)) == 0) {
-		k = rdp_watcher_info_pack(info->name, info->endpoint, &out, &out_len);
+		k = rdp_watcher_info_pack(info->name, info->endpoint, info->type, info->versions,
+					  info->n_versions, &out, &out_len);
 		if (k < 0) {
 			rdp_grpc_call_fail(call, RDP_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 			return;

@@ -80,12 +80,22 @@ bool rdp_registration_in_flight(const struct rdp_registration *r);
 
 #define RDP_WATCHER_PLUGIN_TYPE "DevicePlugin"
 
-/* The packed PluginInfo for GetInfo. Returns 0 or -ENOMEM. */
-int rdp_watcher_info_pack(const char *name, const char *endpoint, uint8_t **ret, size_t *ret_len);
+/*
+ * The packed PluginInfo for GetInfo: a device plugin's (type RDP_WATCHER_PLUGIN_TYPE, version
+ * RDP_API_VERSION) when type is NULL, else type with versions[0..n_versions) in that order
+ * (kubelet takes the first it supports). Returns 0 or -ENOMEM.
+ */
+int rdp_watcher_info_pack(const char *name, const char *endpoint, const char *type,
+			  const char *const *versions, size_t n_versions, uint8_t **ret,
+			  size_t *ret_len);
 
 struct rdp_watcher_info {
 	const char *name; /* "rdma/hca_shared_devices_a" */
 	const char *endpoint; /* "" (this socket) or an absolute path */
+	/* NULL: a device plugin. Else e.g. "DRAPlugin" with {"v1.DRAPlugin", ...}. */
+	const char *type;
+	const char *const *versions;
+	size_t n_versions;
 	/* NotifyRegistrationStatus arrived; may be NULL. */
 	void (*status)(void *userdata, bool registered, const char *error);
 	void *userdata;

@@ -1041,7 +1041,7 @@ static void test_registration_messages(void)
 	}
 	rdp_free(buf);
 
-	EXPECT_EQ(rdp_watcher_info_pack("rdma/a", "", &buf, &len), 0);
+	EXPECT_EQ(rdp_watcher_info_pack("rdma/a", "", NULL, NULL, 0, &buf, &len), 0);
 	pi = pluginregistration__plugin_info__unpack(NULL, len, buf);
 	EXPECT_TRUE(pi != NULL);
 	if (pi) {
