@@ -81,8 +81,7 @@ int rdp_dra_device_name(const struct rdp_device *d, char *buf, size_t len)
 	if (len < RDP_DRA_NAME_MAX)
 		return -ENOBUFS;
 	rdp_device_unit_id(d, unit, sizeof(unit));
-	memcpy(raw, d->pci_address[0] ? "pci-" : "ib-", 5);
-	n = strlen(raw);
+	n = (size_t)snprintf(raw, sizeof(raw), "%s", d->pci_address[0] ? "pci-" : "ib-");
 	for (const char *p = unit; *p && n < sizeof(raw) - 1; p++) {
 		char c = *p;
 
