@@ -145,7 +145,8 @@ int rdp_dra_inventory_build(const struct rdp_host *h, struct rdp_dra_inventory *
 		n++;
 	}
 	/* host order is ibdev name order: among equal names the first ibdev stays */
-	qsort(v.devs, n, sizeof(*v.devs), cmp_dev);
+	if (n > 1)
+		qsort(v.devs, n, sizeof(*v.devs), cmp_dev);
 	for (size_t i = 0; i < n; i++) {
 		if (v.n_devs && strcmp(v.devs[v.n_devs - 1].name, v.devs[i].name) == 0) {
 			v.dropped[v.n_dropped] = rdp_strdup(h->devices[v.devs[i].host_index].name);
