@@ -537,6 +537,11 @@ int rdp_cdi_cleanup_at(int dirfd, const char *const *keep, size_t n_keep,
 		bool ours = false;
 		struct stat st;
 
+		/* The DRA driver's per-claim specs ("rdma-dp.io-claim_<uid>.json", dra-cdi.h)
+		 * and their temporary files belong to `rdma-dp dra`, which may run beside. */
+		if (starts_with(n, FILE_PREFIX RDP_CDI_CLAIM_CLASS_PREFIX) ||
+		    starts_with(n, TMP_PREFIX RDP_CDI_CLAIM_CLASS_PREFIX))
+			continue;
 		if (starts_with(n, FILE_PREFIX) && has_suffix(n, FILE_SUFFIX) &&
 		    strlen(n) > strlen(FILE_PREFIX FILE_SUFFIX)) {
 			size_t cl = strlen(n) - strlen(FILE_PREFIX FILE_SUFFIX);

@@ -137,10 +137,17 @@ int rdp_cdi_write_at(int dirfd, const char *class, const char *json);
 int rdp_cdi_remove_at(int dirfd, const char *class);
 
 /*
+ * The class prefix of the DRA driver's per-claim specs ("claim_<uid>", dra-cdi.h): files
+ * "rdma-dp.io-claim_*" belong to `rdma-dp dra` and rdp_cdi_cleanup_at() never touches them.
+ */
+#define RDP_CDI_CLAIM_CLASS_PREFIX "claim_"
+
+/*
  * Removes every "rdma-dp.io-*.json" of the directory (not a directory itself) whose class is
  * not among keep[0..n_keep) and every leftover temporary file of ours
  * (".rdma-dp.io-*.tmp"), calling removed(name, ud) for each (name: the file name in the
- * directory; removed may be NULL). Nothing else is touched. Returns how many were removed;
+ * directory; removed may be NULL). Nothing else is touched; in particular not the DRA
+ * driver's per-claim specs "rdma-dp.io-claim_*.json" and their temporary files. Returns how many were removed;
  * when a removal fails it goes on with the others and returns the first negative errno.
  */
 int rdp_cdi_cleanup_at(int dirfd, const char *const *keep, size_t n_keep,

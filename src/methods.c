@@ -20,6 +20,14 @@ const struct rdp_method_info rdp_methods[RDP_METHOD_N] = {
 				       "NotifyRegistrationStatus", RDP_SERVICE_WATCHER, false},
 	[RDP_METHOD_REGISTER] = {"/v1beta1.Registration/Register", "Register",
 				 RDP_SERVICE_KUBELET, false},
+	[RDP_METHOD_DRA_PREPARE] = {RDP_DRA_V1_SERVICE "NodePrepareResources",
+				    "NodePrepareResources", RDP_SERVICE_DRA, false},
+	[RDP_METHOD_DRA_UNPREPARE] = {RDP_DRA_V1_SERVICE "NodeUnprepareResources",
+				      "NodeUnprepareResources", RDP_SERVICE_DRA, false},
+	[RDP_METHOD_DRA_V1BETA1_PREPARE] = {RDP_DRA_V1BETA1_SERVICE "NodePrepareResources",
+					    "NodePrepareResources", RDP_SERVICE_DRA, false},
+	[RDP_METHOD_DRA_V1BETA1_UNPREPARE] = {RDP_DRA_V1BETA1_SERVICE "NodeUnprepareResources",
+					      "NodeUnprepareResources", RDP_SERVICE_DRA, false},
 };
 
 enum rdp_method rdp_method_lookup(const char *path)

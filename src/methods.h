@@ -2,7 +2,9 @@
 /*
  * Every gRPC method rdma-dp serves or calls, in one table: kubelet's v1beta1.DevicePlugin
  * (served on each resource's socket), pluginregistration.Registration (served on a
- * plugins_registry socket) and v1beta1.Registration/Register (called on kubelet.sock). The
+ * plugins_registry socket), v1beta1.Registration/Register (called on kubelet.sock) and the
+ * DRA driver's DRAPlugin, v1 and v1beta1 (served on dra.sock; one message set,
+ * src/proto/dra.proto, serves both). The
  * services, the sockets' server tables, the health probe and the tests all take their paths
  * from here.
  */
@@ -12,6 +14,8 @@
 
 #define RDP_DP_SERVICE "/v1beta1.DevicePlugin/"
 #define RDP_WATCHER_SERVICE "/pluginregistration.Registration/"
+#define RDP_DRA_V1_SERVICE "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+#define RDP_DRA_V1BETA1_SERVICE "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 
 enum rdp_method {
 	/* v1beta1.DevicePlugin, in the order of kubelet's api.proto */
@@ -25,6 +29,11 @@ enum rdp_method {
 	RDP_METHOD_WATCHER_NOTIFY,
 	/* v1beta1.Registration, called on kubelet.sock */
 	RDP_METHOD_REGISTER,
+	/* DRAPlugin, served on dra.sock: v1 (kubelet 1.34+), then v1beta1 (1.32+) */
+	RDP_METHOD_DRA_PREPARE,
+	RDP_METHOD_DRA_UNPREPARE,
+	RDP_METHOD_DRA_V1BETA1_PREPARE,
+	RDP_METHOD_DRA_V1BETA1_UNPREPARE,
 	RDP_METHOD_N,
 	RDP_METHOD_UNKNOWN = RDP_METHOD_N,
 };
@@ -33,6 +42,7 @@ enum rdp_method_service {
 	RDP_SERVICE_DEVICE_PLUGIN,
 	RDP_SERVICE_WATCHER,
 	RDP_SERVICE_KUBELET, /* served by kubelet, called by us */
+	RDP_SERVICE_DRA, /* DRAPlugin v1 and v1beta1, served on the DRA driver's dra.sock */
 };
 
 struct rdp_method_info {

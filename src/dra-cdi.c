@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+#include "dra-cdi.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "config.h"
+#include "macro.h"
+#include "workload-env.h"
+
+static bool is_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool rdp_cdi_claim_uid_valid(const char *uid)
+{
+	size_t n = uid ? strlen(uid) : 0;
+
+	if (n == 0 || n > RDP_DRA_CDI_UID_MAX || !is_alnum(uid[0]) || !is_alnum(uid[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_alnum(uid[i]) && uid[i] != '-')
+			return false;
+	return true;
+}
+
+/* "claim_<uid>": the class cdi.h's file functions take. */
+static int file_class(const char *uid, char *buf, size_t size)
+{
+	int n;
+
+	if (!rdp_cdi_claim_uid_valid(uid))
+		return -EINVAL;
+	n = snprintf(buf, size, RDP_CDI_CLAIM_CLASS_PREFIX "%s", uid);
+	return n < 0 || (size_t)n >= size ? -ENOBUFS : 0;
+}
+
+int rdp_cdi_claim_file_name(const char *uid, char *buf, size_t size)
+{
+	char class[RDP_CDI_CLASS_MAX];
+	int r = file_class(uid, class, sizeof(class));
+
+	return r < 0 ? r : rdp_cdi_file_name(class, buf, size);
+}
+
+int rdp_cdi_claim_device_id(const char *uid, const char *device, char *buf, size_t size)
+{
+	char name[RDP_CDI_DEVICE_NAME_MAX];
+	int n;
+
+	if (!rdp_cdi_claim_uid_valid(uid) || !device)
+		return -EINVAL;
+	n = snprintf(name, sizeof(name), "%s-%s", uid, device);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		return -EINVAL;
+	return rdp_cdi_qualified_name(RDP_DRA_CDI_CLASS, name, buf, size);
+}
+
+int rdp_cdi_claim_spec_write_at(int dirfd, const char *uid, const char *json)
+{
+	char class[RDP_CDI_CLASS_MAX];
+	int r = file_class(uid, class, sizeof(class));
+
+	return r < 0 ? r : rdp_cdi_write_at(dirfd, class, json);
+}
+
+int rdp_cdi_claim_spec_remove_at(int dirfd, const char *uid)
+{
+	char class[RDP_CDI_CLASS_MAX];
+	int r = file_class(uid, class, sizeof(class));
+
+	return r < 0 ? r : rdp_cdi_remove_at(dirfd, class);
+}
+
+/* Everything render allocates, freed in one place. */
+struct render {
+	size_t *dev_idx; /* host indexes of the distinct devices, in result order */
+	const struct rdp_dra_dev **devs;
+	size_t n_devs;
+	struct rdp_cdi_device *cdevs;
+	struct rdp_cdi_node **nodes; /* per device */
+	char **names; /* per device: "<uid>-<device>" */
+	char **host_paths; /* every hostPath made with the prefix */
+	size_t n_host_paths;
+	struct rdp_cdi_node cm;
+	char **env;
+	size_t n_env;
+};
+
+static void render_done(struct render *r, size_t n)
+{
+	for (size_t i = 0; i < r->n_devs; i++) {
+		if (r->nodes)
+			rdp_free(r->nodes[i]);
+		if (r->names)
+			rdp_free(r->names[i]);
+	}
+	for (size_t i = 0; i < r->n_host_paths; i++)
+		rdp_free(r->host_paths[i]);
+	for (size_t i = 0; i < r->n_env; i++)
+		rdp_free(r->env[i]);
+	rdp_free(r->env);
+	rdp_free(r->host_paths);
+	rdp_free(r->nodes);
+	rdp_free(r->names);
+	rdp_free(r->cdevs);
+	rdp_free(r->devs);
+	rdp_free(r->dev_idx);
+	(void)n;
+}
+
+static const char *host_path(struct render *r, const char *prefix, const char *path)
+{
+	char *s;
+
+	if (!prefix)
+		return NULL;
+	s = rdp_asprintf("%s%s", prefix, path);
+	if (s)
+		r->host_paths[r->n_host_paths++] = s;
+	return s;
+}
+
+/* Adds the variables of e (all of them) to r->env. */
+static int take_env(struct render *r, struct rdp_env *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		r->env[r->n_env++] = TAKE_PTR(e->kv[i]);
+	rdp_env_done(e);
+	return 0;
+}
+
+int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *uid,
+			      const struct rdp_dra_result *results, size_t n,
+			      const char *host_prefix, char **ret_json, unsigned int *ret_omitted)
+{
+	struct render r = {0};
+	struct rdp_cdi_spec spec = {.class = RDP_DRA_CDI_CLASS};
+	struct rdp_resource res = {0};
+	struct rdp_env e = {0};
+	size_t n_nodes = 0, *req_idx = NULL;
+	int k = -ENOMEM;
+
+	if (ret_omitted)
+		*ret_omitted = 0;
+	*ret_json = NULL;
+	if (!rdp_cdi_claim_uid_valid(uid) || n > RDP_DRA_CLAIM_MAX_RESULTS)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	r.dev_idx = rdp_calloc(n, sizeof(*r.dev_idx));
+	r.devs = rdp_calloc(n, sizeof(*r.devs));
+	req_idx = rdp_calloc(n, sizeof(*req_idx));
+	if (!r.dev_idx || !r.devs || !req_idx)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct rdp_dra_dev *d = rdp_dra_inventory_find(inv, results[i].device);
+		bool seen = false;
+
+		if (!d || !results[i].request) {
+			k = -EINVAL;
+			goto out;
+		}
+		for (size_t j = 0; j < r.n_devs && !seen; j++)
+			seen = r.devs[j] == d;
+		if (seen)
+			continue;
+		if (rdp_dra_dev_device(inv, d)->n_char_devices == 0) {
+			k = -EINVAL;
+			goto out;
+		}
+		r.devs[r.n_devs] = d;
+		r.dev_idx[r.n_devs++] = d->host_index;
+		n_nodes += rdp_dra_dev_device(inv, d)->n_char_devices;
+	}
+	r.cdevs = rdp_calloc(r.n_devs, sizeof(*r.cdevs));
+	r.nodes = rdp_calloc(r.n_devs, sizeof(*r.nodes));
+	r.names = rdp_calloc(r.n_devs, sizeof(*r.names));
+	r.host_paths = rdp_calloc(n_nodes + 1, sizeof(*r.host_paths));
+	r.env = rdp_calloc(n + 2, sizeof(*r.env));
+	if (!r.cdevs || !r.nodes || !r.names || !r.host_paths || !r.env)
+		goto out;
+	for (size_t i = 0; i < r.n_devs; i++) {
+		const struct rdp_device *d = rdp_dra_dev_device(inv, r.devs[i]);
+
+		r.names[i] = rdp_asprintf("%s-%s", uid, r.devs[i]->name);
+		r.nodes[i] = rdp_calloc(d->n_char_devices, sizeof(**r.nodes));
+		if (!r.names[i] || !r.nodes[i])
+			goto out;
+		for (size_t j = 0; j < d->n_char_devices; j++) {
+			r.nodes[i][j].path = d->char_devices[j];
+			r.nodes[i][j].host_path = host_path(&r, host_prefix, d->char_devices[j]);
+			if (host_prefix && !r.nodes[i][j].host_path)
+				goto out;
+		}
+		r.cdevs[i] = (struct rdp_cdi_device){r.names[i], r.nodes[i], d->n_char_devices};
+	}
+	if (inv->host->rdma_cm[0]) {
+		r.cm.path = inv->host->rdma_cm;
+		r.cm.host_path = host_path(&r, host_prefix, inv->host->rdma_cm);
+		if (host_prefix && !r.cm.host_path)
+			goto out;
+		spec.nodes = &r.cm;
+		spec.n_nodes = 1;
+	}
+
+	/* RDMA_DEVICE_<REQUEST>, per base request in first-appearance order */
+	for (size_t i = 0; i < n; i++) {
+		bool earlier = false;
+		size_t m = 0;
+		char req[RDP_DRA_REQUEST_MAX];
+
+		for (size_t j = 0; j < i && !earlier; j++)
+			earlier = strcmp(results[j].request, results[i].request) == 0;
+		if (earlier)
+			continue;
+		for (size_t j = i; j < n; j++) {
+			size_t h;
+			bool dup = false;
+
+			if (strcmp(results[j].request, results[i].request) != 0)
+				continue;
+			h = rdp_dra_inventory_find(inv, results[j].device)->host_index;
+			for (size_t q = 0; q < m && !dup; q++)
+				dup = req_idx[q] == h;
+			if (!dup)
+				req_idx[m++] = h;
+		}
+		if (snprintf(req, sizeof(req), "%s", results[i].request) >= (int)sizeof(req)) {
+			k = -EINVAL;
+			goto out;
+		}
+		res = (struct rdp_resource){.full_name = req};
+		k = rdp_env_build(&res, inv->host, req_idx, m, RDP_ENV_GROUP_DEVICES, &e);
+		if (k < 0)
+			goto out;
+		take_env(&r, &e);
+		k = -ENOMEM;
+	}
+	/* NCCL_IB_HCA, UCX_NET_DEVICES over the claim's devices */
+	char all[] = "claim";
+	res = (struct rdp_resource){.full_name = all, .env_from = RDP_ENV_FROM_ALL};
+	k = rdp_env_build(&res, inv->host, r.dev_idx, r.n_devs, RDP_ENV_GROUP_COMPUTED, &e);
+	if (k < 0)
+		goto out;
+	if (ret_omitted)
+		*ret_omitted = e.omitted;
+	take_env(&r, &e);
+
+	spec.devices = r.cdevs;
+	spec.n_devices = r.n_devs;
+	spec.env = (const char *const *)r.env;
+	spec.n_env = r.n_env;
+	k = rdp_cdi_render(&spec, ret_json);
+out:
+	rdp_env_done(&e);
+	rdp_free(req_idx);
+	render_done(&r, n);
+	return k;
+}
