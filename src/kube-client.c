@@ -76,7 +76,7 @@ void rdp_kube_config_done(struct rdp_kube_config *cfg)
 	rdp_free(cfg->server_name);
 	rdp_free(cfg->token_file);
 	rdp_free(cfg->ca_file);
-	*cfg = (struct rdp_kube_config){ 0 };
+	*cfg = (struct rdp_kube_config){0};
 }
 
 /* "1".."65535", digits only. */
@@ -136,13 +136,14 @@ int rdp_kube_config_in_cluster(const char *root, struct rdp_kube_config *ret, ch
 	const char *host = getenv("KUBERNETES_SERVICE_HOST");
 	const char *port = getenv("KUBERNETES_SERVICE_PORT");
 	_cleanup_free_ char *token = NULL, *ca = NULL;
-	struct rdp_kube_config cfg = { 0 };
+	struct rdp_kube_config cfg = {0};
 	unsigned p;
 	int r;
 
 	if (!host || !*host || !port || !*port) {
-		set_msg(ret_error, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both "
-				   "set: not running in a pod (give --api-server)");
+		set_msg(ret_error,
+			"KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not both "
+			"set: not running in a pod (give --api-server)");
 		return -ENOENT;
 	}
 	if (parse_port(port, &p) < 0) {
@@ -154,7 +155,8 @@ int rdp_kube_config_in_cluster(const char *root, struct rdp_kube_config *ret, ch
 		rdp_kube_config_done(&cfg);
 		if (r == -EINVAL)
 			set_msg(ret_error,
-				"KUBERNETES_SERVICE_HOST '%.64s' is not an IP address (no DNS here)",
+				"KUBERNETES_SERVICE_HOST '%.64s' is not an IP address (no DNS "
+				"here)",
 				host);
 		return r;
 	}
@@ -170,10 +172,9 @@ int rdp_kube_config_in_cluster(const char *root, struct rdp_kube_config *ret, ch
 }
 
 int rdp_kube_config_explicit(const char *url, const char *token_file, const char *ca_file,
-			     const char *server_name, struct rdp_kube_config *ret,
-			     char **ret_error)
+			     const char *server_name, struct rdp_kube_config *ret, char **ret_error)
 {
-	struct rdp_kube_config cfg = { 0 };
+	struct rdp_kube_config cfg = {0};
 	char ip[INET6_ADDRSTRLEN + 1], port[8] = "443";
 	const char *p, *end;
 	size_t n;
@@ -226,14 +227,15 @@ int rdp_kube_config_explicit(const char *url, const char *token_file, const char
 	}
 	if (r < 0) {
 		rdp_kube_config_done(&cfg);
-		set_msg(ret_error, "API server '%.128s': '%s' is not an IP address (no DNS here)", url,
-			ip);
+		set_msg(ret_error, "API server '%.128s': '%s' is not an IP address (no DNS here)",
+			url, ip);
 		return r;
 	}
 	*ret = cfg;
 	return 0;
 bad:
-	set_msg(ret_error, "API server '%.128s' is not https://IP:PORT or https://[IPv6]:PORT", url);
+	set_msg(ret_error, "API server '%.128s' is not https://IP:PORT or https://[IPv6]:PORT",
+		url);
 	return -EINVAL;
 }
 
@@ -241,8 +243,8 @@ static int config_copy(const struct rdp_kube_config *src, struct rdp_kube_config
 {
 	*dst = *src;
 	dst->host = rdp_strdup(src->host);
-	dst->server_name = rdp_strdup(src->server_name ? src->server_name
-							 : RDP_KUBE_DEFAULT_SERVER_NAME);
+	dst->server_name =
+		rdp_strdup(src->server_name ? src->server_name : RDP_KUBE_DEFAULT_SERVER_NAME);
 	dst->token_file = rdp_strdup(src->token_file);
 	dst->ca_file = rdp_strdup(src->ca_file);
 	if (!dst->connect_timeout_ms)
@@ -503,8 +505,9 @@ static int exchange(struct rdp_kube_client *c, enum rdp_kube_method m, const cha
 			break;
 		}
 		if (r == -E2BIG)
-			set_msg(&err, "the response is over the limit (%zu bytes of body, %d of "
-				      "headers)",
+			set_msg(&err,
+				"the response is over the limit (%zu bytes of body, %d of "
+				"headers)",
 				c->cfg.max_body, RDP_KUBE_HTTP_HEADERS_MAX);
 		else if (r == -EPROTO)
 			set_msg(&err, "the answer is not an HTTP/1.1 response%s",
@@ -541,7 +544,7 @@ int rdp_kube_request(struct rdp_kube_client *c, enum rdp_kube_method m, const ch
 {
 	int r;
 
-	*resp = (struct rdp_kube_response){ .retry_after = -1 };
+	*resp = (struct rdp_kube_response){.retry_after = -1};
 	if (!path || !rdp_kube_method_name(m))
 		return -EINVAL;
 	rdp_free(c->error);
@@ -592,7 +595,7 @@ static int sleep_ms(struct rdp_kube_client *c, uint64_t ms)
 	uint64_t end = rdp_tls_now_ms() + ms;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = c->stop_fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = c->stop_fd, .events = POLLIN};
 		uint64_t now = rdp_tls_now_ms();
 		int n;
 
@@ -610,7 +613,7 @@ int rdp_kube_request_retry(struct rdp_kube_client *c, enum rdp_kube_method m, co
 			   const char *body, const struct rdp_kube_retry *policy,
 			   struct rdp_kube_response *resp)
 {
-	static const struct rdp_kube_retry def = { .max_attempts = 5 };
+	static const struct rdp_kube_retry def = {.max_attempts = 5};
 	uint64_t delay, max_ms;
 
 	policy = policy ? policy : &def;

@@ -56,13 +56,13 @@
 struct rdp_kube_config {
 	struct sockaddr_storage addr; /* the API server */
 	socklen_t addrlen;
-	char *host;        /* "10.96.0.1:443", "[fd00::1]:443": the Host header and messages */
+	char *host; /* "10.96.0.1:443", "[fd00::1]:443": the Host header and messages */
 	char *server_name; /* the name its certificate must carry; also SNI */
 	char *token_file;
 	char *ca_file;
 	unsigned connect_timeout_ms; /* 0: RDP_KUBE_CONNECT_TIMEOUT_MS */
 	unsigned request_timeout_ms; /* 0: RDP_KUBE_REQUEST_TIMEOUT_MS */
-	size_t max_body;             /* 0: RDP_KUBE_BODY_MAX */
+	size_t max_body; /* 0: RDP_KUBE_BODY_MAX */
 };
 
 /*
@@ -107,10 +107,10 @@ const char *rdp_kube_client_tls_version(const struct rdp_kube_client *c);
 const char *rdp_kube_client_alpn(const struct rdp_kube_client *c);
 
 struct rdp_kube_client_stats {
-	unsigned long requests;      /* sent, retries included */
-	unsigned long connects;      /* TLS connections made */
-	unsigned long token_reads;   /* reads of the token file */
-	unsigned long unauthorized;  /* 401s met */
+	unsigned long requests; /* sent, retries included */
+	unsigned long connects; /* TLS connections made */
+	unsigned long token_reads; /* reads of the token file */
+	unsigned long unauthorized; /* 401s met */
 };
 void rdp_kube_client_stats(const struct rdp_kube_client *c, struct rdp_kube_client_stats *ret);
 
@@ -135,7 +135,7 @@ struct rdp_kube_retry {
 	unsigned max_attempts;
 	uint64_t deadline_ms;
 	unsigned initial_ms; /* 0: 500 */
-	unsigned max_ms;     /* 0: 30000 */
+	unsigned max_ms; /* 0: 30000 */
 };
 
 /* Whether rdp_kube_request_retry() would try again after (r, status). */

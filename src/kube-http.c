@@ -49,7 +49,7 @@ const char *rdp_kube_method_name(enum rdp_kube_method m)
 void rdp_kube_response_done(struct rdp_kube_response *resp)
 {
 	rdp_free(resp->body);
-	*resp = (struct rdp_kube_response){ .retry_after = -1 };
+	*resp = (struct rdp_kube_response){.retry_after = -1};
 }
 
 /* Printable ASCII without space: what a path or a token may hold. */
@@ -155,7 +155,8 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 			p->field_long = true;
 			break;
 		}
-		p->field[p->field_len++] = (char)(at[i] >= 'A' && at[i] <= 'Z' ? at[i] + 32 : at[i]);
+		p->field[p->field_len++] =
+			(char)(at[i] >= 'A' && at[i] <= 'Z' ? at[i] + 32 : at[i]);
 	}
 	p->field[p->field_len] = '\0';
 	return 0;
@@ -320,7 +321,7 @@ int rdp_kube_http_parser_take(struct rdp_kube_http_parser *p, struct rdp_kube_re
 			return -ENOMEM;
 	}
 	*ret = p->resp;
-	p->resp = (struct rdp_kube_response){ .retry_after = -1 };
+	p->resp = (struct rdp_kube_response){.retry_after = -1};
 	p->body_cap = 0;
 	return 0;
 }

@@ -32,10 +32,10 @@ const char *rdp_kube_method_name(enum rdp_kube_method m);
 
 /* One response. */
 struct rdp_kube_response {
-	int status;       /* 200, 404... */
-	char *body;       /* NUL-terminated (a body may hold NULs: use body_len); never NULL */
+	int status; /* 200, 404... */
+	char *body; /* NUL-terminated (a body may hold NULs: use body_len); never NULL */
 	size_t body_len;
-	int retry_after;  /* seconds of a delta-seconds Retry-After, else -1 */
+	int retry_after; /* seconds of a delta-seconds Retry-After, else -1 */
 };
 
 /* Frees what resp holds and zeroes it (retry_after -1). */

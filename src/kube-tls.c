@@ -41,7 +41,7 @@ struct rdp_tls_conn {
 };
 
 /* The one ALPN protocol offered; mbedTLS keeps the pointer. */
-static const char *alpn_protocols[] = { "http/1.1", NULL };
+static const char *alpn_protocols[] = {"http/1.1", NULL};
 
 uint64_t rdp_tls_now_ms(void)
 {
@@ -187,8 +187,8 @@ void rdp_tls_ctx_free(struct rdp_tls_ctx *ctx)
 static int wait_fd(int fd, short events, uint64_t deadline_ms, int stop_fd)
 {
 	for (;;) {
-		struct pollfd p[2] = { { .fd = fd, .events = events },
-				       { .fd = stop_fd, .events = POLLIN } };
+		struct pollfd p[2] = {{.fd = fd, .events = events},
+				      {.fd = stop_fd, .events = POLLIN}};
 		uint64_t now = rdp_tls_now_ms();
 		int timeout, n;
 
@@ -364,7 +364,8 @@ int rdp_tls_connect(struct rdp_tls_ctx *ctx, const struct sockaddr *addr, sockle
 		n = strlen(info);
 		while (n && info[n - 1] == ';')
 			info[--n] = '\0';
-		set_error(ret_error, "TLS: the server certificate failed verification for name '%s': %s",
+		set_error(ret_error,
+			  "TLS: the server certificate failed verification for name '%s': %s",
 			  server_name, info);
 		rdp_tls_conn_free(c);
 		return -EKEYREJECTED;
@@ -419,7 +420,7 @@ ssize_t rdp_tls_read(struct rdp_tls_conn *c, void *buf, size_t len, uint64_t dea
 
 bool rdp_tls_conn_stale(struct rdp_tls_conn *c)
 {
-	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
 
 	if (mbedtls_ssl_get_bytes_avail(&c->ssl) > 0)
 		return true;

@@ -119,24 +119,31 @@ static int get_once(struct rdp_kube_client *c, const char *path, bool verbose)
 
 int cmd_kube_get(int argc, char **argv)
 {
-	enum { OPT_SERVER = 256, OPT_TOKEN, OPT_CA, OPT_NAME, OPT_TIMEOUT, OPT_REPEAT,
-	       OPT_INTERVAL, OPT_VERSION };
-	static const struct option options[] = {
-		{ "api-server", required_argument, NULL, OPT_SERVER },
-		{ "token-file", required_argument, NULL, OPT_TOKEN },
-		{ "ca-file", required_argument, NULL, OPT_CA },
-		{ "api-server-name", required_argument, NULL, OPT_NAME },
-		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
-		{ "repeat", required_argument, NULL, OPT_REPEAT },
-		{ "interval-ms", required_argument, NULL, OPT_INTERVAL },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{}
+	enum {
+		OPT_SERVER = 256,
+		OPT_TOKEN,
+		OPT_CA,
+		OPT_NAME,
+		OPT_TIMEOUT,
+		OPT_REPEAT,
+		OPT_INTERVAL,
+		OPT_VERSION
 	};
+	static const struct option options[] = {
+		{"api-server", required_argument, NULL, OPT_SERVER},
+		{"token-file", required_argument, NULL, OPT_TOKEN},
+		{"ca-file", required_argument, NULL, OPT_CA},
+		{"api-server-name", required_argument, NULL, OPT_NAME},
+		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+		{"repeat", required_argument, NULL, OPT_REPEAT},
+		{"interval-ms", required_argument, NULL, OPT_INTERVAL},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{}};
 	const char *server = NULL, *token = NULL, *ca = NULL, *name = NULL, *path;
 	unsigned long timeout_ms = RDP_KUBE_REQUEST_TIMEOUT_MS, repeat = 1, interval_ms = 1000;
-	struct rdp_kube_config cfg = { 0 };
+	struct rdp_kube_config cfg = {0};
 	struct rdp_kube_client *c = NULL;
 	_cleanup_free_ char *err = NULL;
 	bool verbose = false;
@@ -191,8 +198,9 @@ int cmd_kube_get(int argc, char **argv)
 	if (server)
 		r = rdp_kube_config_explicit(server, token, ca, name, &cfg, &err);
 	else if (token || ca || name) {
-		fprintf(stderr, "rdma-dp %s: --token-file, --ca-file and --api-server-name go with "
-				"--api-server\n",
+		fprintf(stderr,
+			"rdma-dp %s: --token-file, --ca-file and --api-server-name go with "
+			"--api-server\n",
 			cmd);
 		return 2;
 	} else
@@ -213,8 +221,8 @@ int cmd_kube_get(int argc, char **argv)
 	}
 	for (unsigned long i = 0; i < repeat; i++) {
 		if (i > 0 && interval_ms) {
-			struct timespec ts = { .tv_sec = (time_t)(interval_ms / 1000),
-					       .tv_nsec = (long)(interval_ms % 1000) * 1000000 };
+			struct timespec ts = {.tv_sec = (time_t)(interval_ms / 1000),
+					      .tv_nsec = (long)(interval_ms % 1000) * 1000000};
 
 			nanosleep(&ts, NULL);
 		}
