@@ -131,6 +131,11 @@ class SilentServer:
             self.conns.append(c)
 
     def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept()
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(5)
         for c in self.conns:
             c.close()

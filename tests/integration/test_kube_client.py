@@ -1,6 +1,7 @@
 """rdma-dp kube-get against a TLS API-server stand-in (kubetls.py): the client of the DRA
 driver end to end (mbedTLS, CA, server name, bearer token, timeouts, token rotation)."""
 import json
+import socket
 import subprocess
 import threading
 import time
@@ -97,10 +98,11 @@ def test_silent_server_times_out_within_the_bound(run, pki, token_file):
 
 
 def test_refused_connection(run, pki, token_file):
-    s = kubetls.SilentServer()
-    url = s.url
-    s.close()
-    r = kube_get(run, url, token_file, pki["ca.crt"], "--timeout-ms", "2000")
+    # a bound port nobody listens on refuses connections, and stays ours meanwhile
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"https://127.0.0.1:{s.getsockname()[1]}"
+        r = kube_get(run, url, token_file, pki["ca.crt"], "--timeout-ms", "2000")
     assert r.returncode == 1
     assert "Connection refused" in r.stderr
 
