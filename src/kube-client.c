@@ -42,9 +42,18 @@ struct token {
 	uint64_t read_ms;
 };
 
+/* What stat(2) says of a file, to notice a replaced one. */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
 struct rdp_kube_client {
 	struct rdp_kube_config cfg;
 	struct rdp_tls_ctx *tls;
+	struct file_id ca_id; /* of the CA file tls was made from */
 	struct rdp_tls_conn *conn;
 	enum conn_state state;
 	struct token token;
@@ -353,6 +362,18 @@ static int token_refresh(struct rdp_kube_client *c, bool force)
 
 /* ---- the client ---- */
 
+static void file_id_of(const struct stat *st, struct file_id *ret)
+{
+	*ret = (struct file_id){
+		.dev = st->st_dev, .ino = st->st_ino, .size = st->st_size, .mtime = st->st_mtim};
+}
+
+static bool file_id_eq(const struct file_id *a, const struct file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
 static void set_state(struct rdp_kube_client *c, enum conn_state st)
 {
 	if (st == CONN_DISCONNECTED) {
@@ -376,8 +397,16 @@ int rdp_kube_client_new(const struct rdp_kube_config *cfg, struct rdp_kube_clien
 	c->stop_fd = -1;
 	c->state = CONN_DISCONNECTED;
 	r = config_copy(cfg, &c->cfg);
-	if (r == 0)
+	if (r == 0) {
+		struct stat st;
+
+		/* the CA's identity before reading it: a change in between is read again later */
+		if (stat(c->cfg.ca_file, &st) == 0)
+			file_id_of(&st, &c->ca_id);
 		r = rdp_tls_ctx_new(c->cfg.ca_file, &c->tls, ret_error);
+		if (r == 0)
+			c->stats.ca_reads++;
+	}
 	if (r == 0) {
 		r = token_read(c);
 		if (r < 0 && c->error)
@@ -433,12 +462,35 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * Before a new connection: a CA file that changed since it was loaded (the cluster's CA
+ * rotated, kube-root-ca.crt updated) is loaded again. A new file that does not load leaves
+ * the old CA in use; the handshake then says whether it still fits.
+ */
+static void ca_refresh(struct rdp_kube_client *c)
+{
+	struct rdp_tls_ctx *tls = NULL;
+	struct file_id id;
+	struct stat st;
+
+	if (stat(c->cfg.ca_file, &st) < 0)
+		return;
+	file_id_of(&st, &id);
+	if (file_id_eq(&id, &c->ca_id) || rdp_tls_ctx_new(c->cfg.ca_file, &tls, NULL) < 0)
+		return;
+	rdp_tls_ctx_free(c->tls);
+	c->tls = tls;
+	c->ca_id = id;
+	c->stats.ca_reads++;
+}
+
 static int connect_conn(struct rdp_kube_client *c, uint64_t deadline_ms)
 {
 	_cleanup_free_ char *err = NULL;
 	uint64_t d = min_u64(deadline_ms, rdp_tls_now_ms() + c->cfg.connect_timeout_ms);
 	int r;
 
+	ca_refresh(c);
 	r = rdp_tls_connect(c->tls, (const struct sockaddr *)&c->cfg.addr, c->cfg.addrlen,
 			    c->cfg.server_name, d, c->stop_fd, &c->conn, &err);
 	if (r < 0) {

@@ -24,6 +24,9 @@
  * without always changing all three), and after a 401, once, the request then retried once.
  * <= RDP_KUBE_TOKEN_MAX bytes, surrounding whitespace dropped, printable ASCII only.
  *
+ * The CA file: loaded when the client starts, and again before a new connection when it
+ * changed (stat(2)); a changed file that does not load leaves the previous CA in use.
+ *
  * Connections: reused while the server keeps them alive; an idle one the server closed is
  * noticed before the next request (rdp_tls_conn_stale()), and a request that fails on a reused
  * connection before any byte of its response is sent once more on a new one (the server
@@ -111,6 +114,7 @@ struct rdp_kube_client_stats {
 	unsigned long connects; /* TLS connections made */
 	unsigned long token_reads; /* reads of the token file */
 	unsigned long unauthorized; /* 401s met */
+	unsigned long ca_reads; /* loads of the CA file (again when it changed) */
 };
 void rdp_kube_client_stats(const struct rdp_kube_client *c, struct rdp_kube_client_stats *ret);
 

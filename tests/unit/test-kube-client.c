@@ -467,8 +467,8 @@ static struct rdp_kube_client *new_client(struct server *s, unsigned timeout_ms,
 	char url[64], *err = NULL;
 
 	snprintf(url, sizeof(url), "https://127.0.0.1:%d", s->port);
-	if (rdp_kube_config_explicit(url, path_of("token"), path_of("ca.crt"), NULL, &cfg, &err) <
-	    0)
+	if (rdp_kube_config_explicit(url, path_of("token"), path_of("ca-copy.crt"), NULL, &cfg,
+				     &err) < 0)
 		return NULL;
 	cfg.request_timeout_ms = timeout_ms;
 	cfg.max_body = max_body;
@@ -516,8 +516,19 @@ static void test_tls_get_keepalive_rotation(void)
 	EXPECT_EQ(rdp_kube_request(c, RDP_KUBE_GET, "/api/v1/nodes/n", NULL, &resp), 0);
 	EXPECT_EQ(resp.status, 200);
 	rdp_kube_response_done(&resp);
-	/* rotated: a new inode and size; noticed by stat before the request */
+	/* rotated: a new inode and size; noticed by stat before the request; the CA file
+	 * replaced too (same certificate, new inode): loaded again for the new connection */
 	rotate_file("token", "token-two-longer");
+	{
+		char pem[8192] = "";
+		FILE *f = fopen(path_of("ca.crt"), "r");
+
+		if (f) {
+			pem[fread(pem, 1, sizeof(pem) - 1, f)] = '\0';
+			fclose(f);
+		}
+		rotate_file("ca-copy.crt", pem);
+	}
 	EXPECT_EQ(rdp_kube_request(c, RDP_KUBE_GET, "/api/v1/nodes/n", NULL, &resp), 0);
 	EXPECT_EQ(resp.status, 200);
 	rdp_kube_response_done(&resp);
@@ -527,6 +538,7 @@ static void test_tls_get_keepalive_rotation(void)
 	EXPECT_EQ(st.requests, 4);
 	EXPECT_EQ(st.connects, 2);
 	EXPECT_EQ(st.token_reads, 2);
+	EXPECT_EQ(st.ca_reads, 2);
 	rdp_kube_client_free(c);
 out:
 	server_stop(&s);
@@ -766,7 +778,8 @@ static bool make_pki(void)
 		 "-keyout server.key -out server.csr -subj /CN=kube-apiserver && "
 		 "printf 'subjectAltName=DNS:kubernetes.default.svc,IP:127.0.0.1\\n' > ext.cnf && "
 		 "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-		 "-out server.crt -days 2 -extfile ext.cnf) >/dev/null 2>&1",
+		 "-out server.crt -days 2 -extfile ext.cnf && cp ca.crt ca-copy.crt) >/dev/null "
+		 "2>&1",
 		 tmpdir);
 	return system(cmd) == 0;
 }
