@@ -15,7 +15,7 @@ if [ "${1:-}" = bench ]; then
 golang-github-golang-protobuf-1-5-dev protoc-gen-go protobuf-compiler valgrind binutils"
 else
 pkgs="build-essential cmake pkg-config libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-libjansson-dev libhttp-parser-dev protobuf-compiler python3-grpcio python3-protobuf python3-pytest
+libjansson-dev libhttp-parser-dev libmbedtls-dev protobuf-compiler python3-grpcio python3-protobuf python3-pytest
 clang libclang-rt-14-dev
 python3-yaml python3-h2 buildah podman runc valgrind busybox-static
 golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
