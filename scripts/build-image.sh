@@ -31,7 +31,9 @@ mkdir -p "$ctx/licenses"
 strip -o "$ctx/rdma-dp" "$bin"
 cp "$src/NOTICE" "$ctx/NOTICE"
 cp /usr/share/common-licenses/LGPL-2.1 "$ctx/licenses/LGPL-2.1"
-for p in libc6:libc6 libnghttp2-14:nghttp2 libprotobuf-c1:protobuf-c libjansson4:jansson; do
+cp /usr/share/common-licenses/Apache-2.0 "$ctx/licenses/Apache-2.0"
+for p in libc6:libc6 libnghttp2-14:nghttp2 libprotobuf-c1:protobuf-c libjansson4:jansson \
+	libmbedtls-dev:mbedtls; do
 	cp "/usr/share/doc/${p%%:*}/copyright" "$ctx/licenses/${p#*:}.copyright"
 done
 

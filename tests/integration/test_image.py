@@ -103,15 +103,18 @@ def test_image_holds_only_the_binary_and_the_notice(image):
         "usr/share/doc/rdma-dp/licenses/libc6.copyright",
         "usr/share/doc/rdma-dp/licenses/nghttp2.copyright",
         "usr/share/doc/rdma-dp/licenses/protobuf-c.copyright",
-        "usr/share/doc/rdma-dp/licenses/jansson.copyright"}, regular
+        "usr/share/doc/rdma-dp/licenses/jansson.copyright",
+        "usr/share/doc/rdma-dp/licenses/mbedtls.copyright",
+        "usr/share/doc/rdma-dp/licenses/Apache-2.0"}, regular
     assert regular["rdma-dp"][1] & 0o111, "the binary is not executable"
     # no shell, no links, no devices: only directories besides the regular files
     assert all(typ in (tarfile.REGTYPE, tarfile.DIRTYPE) for _, _, _, typ in files), files
     # A guard against a stray file or a dynamic build, not a size goal (README: Figures): the
-    # binary is ~1.5 MB stripped since the doctor's checks (their texts) and CDI landed.
+    # binary is ~1.5 MB stripped since the doctor's checks (their texts) and CDI landed, ~2.2 MB
+    # since mbedTLS (the API-server client, kube-tls.c) did.
     content = sum(size for size, _ in regular.values())
-    assert content <= 2 * MiB, "image content %d bytes > 2 MiB" % content
-    assert os.path.getsize(image["tar"]) <= 2 * MiB
+    assert content <= 3 * MiB, "image content %d bytes > 3 MiB" % content
+    assert os.path.getsize(image["tar"]) <= 3 * MiB
     # reproducible: files and config carry the fixed --timestamp 0 date
     assert config["created"].startswith("1970-01-01")
     print(image["report"])
