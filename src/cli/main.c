@@ -17,6 +17,8 @@ static const struct {
 	  "validate a config.json and explain, device by device, what each resource selects" },
 	{ "serve", cmd_serve, "run the device plugin daemon for kubelet" },
 	{ "health", cmd_health, "check that a running daemon answers on every resource socket" },
+	{ "dra", cmd_dra,
+	  "run the DRA driver: ResourceSlices of this node's RDMA devices, claims through CDI" },
 	{ "metrics", cmd_metrics,
 	  "print this node's port counters in the Prometheus text format (or a textfile)" },
 	{ "doctor", cmd_doctor,

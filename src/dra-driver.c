@@ -1,0 +1,761 @@
+/* SPDX-License-Identifier: MIT */
+#include "dra-driver.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "daemon.h"
+#include "discovery.h"
+#include "dra-claims.h"
+#include "dra-prepare.h"
+#include "dra-slices.h"
+#include "event.h"
+#include "grpc.h"
+#include "hostwatch.h"
+#include "kube-worker.h"
+#include "log.h"
+#include "macro.h"
+#include "methods.h"
+#include "registration.h"
+#include "rescan.h"
+
+/* What the slice sync is doing: one step at a time, each step a job of the slice worker. */
+enum slice_state {
+	SLICES_IDLE,       /* in sync as far as we know; the resync timer runs */
+	SLICES_NODE,       /* GET the Node (its uid, for ownerReferences) */
+	SLICES_LIST,       /* GET our slices */
+	SLICES_WRITE,      /* the writes the comparison called for, one after the other */
+	SLICES_BACKOFF,    /* a step failed: the timer starts again from LIST (or NODE) */
+};
+
+static const char *const slice_state_names[] = {
+	[SLICES_IDLE] = "idle",
+	[SLICES_NODE] = "node",
+	[SLICES_LIST] = "list",
+	[SLICES_WRITE] = "write",
+	[SLICES_BACKOFF] = "backoff",
+};
+
+/* One write of a sync: POST a new slice, PUT over one, DELETE an old one. */
+struct slice_write {
+	enum rdp_kube_method method;
+	char path[256];
+	char *body;
+};
+
+struct driver {
+	const struct rdp_dra_options *o;
+	struct rdp_event *event;
+	struct rdp_event_source *sig_src[3];
+	/* The host model: rescans on the loop (cheap: full discovery only when it moved). */
+	struct rdp_scanner *scanner;
+	struct rdp_hostwatch *hostwatch;
+	struct rdp_event_source *rescan_src;
+	struct rdp_dra_inventory inv;
+	/* Sockets: registration (plugins_registry) and the DRA service (plugins/<driver>). */
+	char *reg_path, *dra_dir, *dra_path, *checkpoint_path;
+	struct rdp_grpc_server *reg_server, *dra_server;
+	struct rdp_watcher_info winfo;
+	unsigned int registrations;
+	/* The API server: one worker for slices, one for claims. */
+	struct rdp_kube_config kcfg;
+	struct rdp_kube_worker *slice_worker, *claim_worker;
+	/* Slices. */
+	enum slice_state sstate;
+	bool dirty;            /* something changed during a sync: sync again after it */
+	char *node_uid;
+	struct rdp_kube_job sjob;
+	json_t *desired;       /* the slices the last sync computed */
+	struct slice_write *writes;
+	size_t n_writes, next_write;
+	long long generation;  /* of the desired slices */
+	char *sync_why;        /* the first reason of the coming sync */
+	struct rdp_event_source *slice_timer;
+	uint64_t backoff_usec;
+	unsigned int failures;
+	char last_error[256];  /* logged once per change */
+	/* Claims. */
+	struct rdp_dra_prepare *prep;
+};
+
+static void slices_set_state(struct driver *d, enum slice_state s)
+{
+	if (d->sstate != s)
+		rdp_log(RDP_LOG_DEBUG, "slices-state", "from=%s to=%s",
+			slice_state_names[d->sstate], slice_state_names[s]);
+	d->sstate = s;
+}
+
+static void slices_start(struct driver *d, const char *why);
+
+static void writes_clear(struct driver *d)
+{
+	for (size_t i = 0; i < d->n_writes; i++)
+		rdp_free(d->writes[i].body);
+	rdp_free(d->writes);
+	d->writes = NULL;
+	d->n_writes = d->next_write = 0;
+}
+
+/* A step failed: log (once per distinct error), back off, start again from scratch. */
+static void slices_fail(struct driver *d, const char *step, const char *error)
+{
+	uint64_t delay = rdp_backoff_next(&d->backoff_usec, RDP_DRA_BACKOFF_MIN_USEC,
+					  RDP_DRA_BACKOFF_MAX_USEC);
+
+	d->failures++;
+	if (strcmp(d->last_error, error) != 0 || (d->failures & (d->failures - 1)) == 0)
+		rdp_log(RDP_LOG_WARNING, "slices-failed",
+			"step=%s error=%s retry_ms=%llu failures=%u", step, rdp_log_q(error),
+			(unsigned long long)(delay / 1000), d->failures);
+	snprintf(d->last_error, sizeof(d->last_error), "%s", error);
+	writes_clear(d);
+	slices_set_state(d, SLICES_BACKOFF);
+	rdp_event_source_set_timer(d->slice_timer, delay);
+}
+
+/* The job's failure in words: the transport's error, or the status and the server's message. */
+static void job_error(const struct rdp_kube_job *job, char *buf, size_t len)
+{
+	const char *msg = job->json ? rdp_kube_status_message(job->json) : NULL;
+
+	if (job->result < 0)
+		snprintf(buf, len, "%s", job->error[0] ? job->error : strerror(-job->result));
+	else
+		snprintf(buf, len, "HTTP %d%s%s", job->resp.status, msg ? ": " : "",
+			 msg ? msg : "");
+}
+
+static void slices_job_done(struct rdp_kube_job *job, void *userdata);
+
+static int slices_submit(struct driver *d, enum rdp_kube_method m, const char *path,
+			 char *body)
+{
+	rdp_kube_job_done(&d->sjob);
+	d->sjob.method = m;
+	snprintf(d->sjob.path, sizeof(d->sjob.path), "%s", path);
+	d->sjob.body = body;
+	d->sjob.parse_json = true;
+	d->sjob.policy = (struct rdp_kube_retry){.max_attempts = 3};
+	return rdp_kube_worker_submit(d->slice_worker, &d->sjob, RDP_DRA_SLICE_BUDGET_MS,
+				      slices_job_done, d);
+}
+
+static void slices_list(struct driver *d)
+{
+	char path[512];
+
+	/* fieldSelector=spec.nodeName=<node>,spec.driver=<driver>, URL-encoded */
+	snprintf(path, sizeof(path),
+		 "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%%3D%s"
+		 "%%2Cspec.driver%%3D%s",
+		 d->o->node_name, d->o->driver);
+	slices_set_state(d, SLICES_LIST);
+	if (slices_submit(d, RDP_KUBE_GET, path, NULL) < 0)
+		slices_set_state(d, SLICES_IDLE);
+}
+
+static void slices_next_write(struct driver *d)
+{
+	struct slice_write *w;
+
+	if (d->next_write == d->n_writes) {
+		writes_clear(d);
+		/* Read back what the API server holds now: it must be what we wanted. */
+		slices_list(d);
+		return;
+	}
+	w = &d->writes[d->next_write];
+	slices_set_state(d, SLICES_WRITE);
+	if (slices_submit(d, w->method, w->path, w->body) < 0)
+		slices_set_state(d, SLICES_IDLE);
+}
+
+static int add_write(struct driver *d, enum rdp_kube_method m, const char *path, json_t *obj)
+{
+	struct slice_write *v = rdp_realloc(d->writes, (d->n_writes + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	d->writes = v;
+	v[d->n_writes] = (struct slice_write){.method = m};
+	snprintf(v[d->n_writes].path, sizeof(v[d->n_writes].path), "%s", path);
+	if (obj) {
+		v[d->n_writes].body = json_dumps(obj, JSON_COMPACT);
+		if (!v[d->n_writes].body)
+			return -ENOMEM;
+	}
+	d->n_writes++;
+	return 0;
+}
+
+/* The list came back: compare, and plan the writes. */
+static void slices_listed(struct driver *d, json_t *list)
+{
+	json_t *items = json_is_object(list) ? json_object_get(list, "items") : NULL;
+	struct rdp_dra_node node = {.driver = d->o->driver, .node_name = d->o->node_name,
+				    .node_uid = d->node_uid};
+	struct rdp_dra_sync sync;
+	json_t *desired = NULL, *x;
+	size_t i;
+	int k;
+
+	if (items && !json_is_array(items) && !json_is_null(items)) {
+		slices_fail(d, "list", "the list of ResourceSlices has no items array");
+		return;
+	}
+	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
+	if (k >= 0)
+		k = rdp_dra_slices_compare(json_is_array(items) ? items : NULL, desired, &sync);
+	if (k >= 0)
+		k = rdp_dra_slices_set_generation(desired, sync.generation);
+	if (k < 0) {
+		json_decref(desired);
+		slices_fail(d, "compare", strerror(-k));
+		return;
+	}
+	json_decref(d->desired);
+	d->desired = desired;
+	d->generation = sync.generation;
+	writes_clear(d);
+	switch (sync.action) {
+	case RDP_DRA_SYNC_UNCHANGED:
+		d->backoff_usec = 0;
+		if (d->failures || d->last_error[0])
+			rdp_log(RDP_LOG_INFO, "slices-recovered", "after=%u", d->failures);
+		d->failures = 0;
+		d->last_error[0] = '\0';
+		slices_set_state(d, SLICES_IDLE);
+		if (d->sync_why) {
+			rdp_log(RDP_LOG_INFO, "slices-published",
+				"driver=%s pool=%s generation=%lld slices=%zu devices=%zu why=%s",
+				d->o->driver, d->o->node_name, d->generation,
+				json_array_size(desired), d->inv.n_devs, rdp_log_q(d->sync_why));
+			rdp_free(d->sync_why);
+			d->sync_why = NULL;
+		}
+		if (d->dirty) {
+			d->dirty = false;
+			slices_start(d, "changed-during-sync");
+			return;
+		}
+		rdp_event_source_set_timer(d->slice_timer, RDP_DRA_RESYNC_USEC);
+		return;
+	case RDP_DRA_SYNC_UPDATE: {
+		json_t *found = json_array_get(items, sync.update_index);
+		json_t *body = rdp_dra_slice_for_update(json_array_get(desired, 0), found);
+		char path[256];
+
+		if (!body) {
+			slices_fail(d, "update", "cannot build the update");
+			return;
+		}
+		snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s",
+			 json_string_value(json_object_get(json_object_get(found, "metadata"),
+							   "name")));
+		k = add_write(d, RDP_KUBE_PUT, path, body);
+		json_decref(body);
+		break;
+	}
+	case RDP_DRA_SYNC_RECREATE:
+		/* New ones first, with the higher generation (the scheduler uses the highest);
+		 * then the old ones go. */
+		k = 0;
+		json_array_foreach(desired, i, x)
+			if (k >= 0)
+				k = add_write(d, RDP_KUBE_POST, "/apis/resource.k8s.io/v1/resourceslices",
+					      x);
+		json_array_foreach(json_is_array(items) ? items : NULL, i, x) {
+			const char *name = json_string_value(
+				json_object_get(json_object_get(x, "metadata"), "name"));
+			char path[256];
+
+			if (!name || k < 0)
+				continue;
+			snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s",
+				 name);
+			k = add_write(d, RDP_KUBE_DELETE, path, NULL);
+		}
+		break;
+	}
+	if (k < 0) {
+		slices_fail(d, "plan", strerror(-k));
+		return;
+	}
+	if (!d->sync_why)
+		d->sync_why = rdp_strdup("resync-found-a-difference");
+	rdp_log(RDP_LOG_INFO, "slices-sync", "action=%s generation=%lld writes=%zu",
+		rdp_dra_sync_action_name(sync.action), sync.generation, d->n_writes);
+	slices_next_write(d);
+}
+
+static void slices_job_done(struct rdp_kube_job *job, void *userdata)
+{
+	struct driver *d = userdata;
+	int status = job->resp.status;
+	char err[320];
+
+	if (job->result == -ECANCELED)
+		return; /* stopping */
+	switch (d->sstate) {
+	case SLICES_NODE: {
+		const char *uid = json_string_value(
+			json_object_get(json_object_get(job->json, "metadata"), "uid"));
+
+		if (job->result < 0 || status != 200 || !uid || !*uid) {
+			job_error(job, err, sizeof(err));
+			slices_fail(d, "get-node", err);
+			return;
+		}
+		rdp_free(d->node_uid);
+		d->node_uid = rdp_strdup(uid);
+		if (!d->node_uid) {
+			slices_fail(d, "get-node", "out of memory");
+			return;
+		}
+		rdp_log(RDP_LOG_INFO, "node-found", "node=%s uid=%s", d->o->node_name, uid);
+		slices_list(d);
+		return;
+	}
+	case SLICES_LIST:
+		if (job->result < 0 || status != 200) {
+			job_error(job, err, sizeof(err));
+			slices_fail(d, "list", err);
+			return;
+		}
+		slices_listed(d, job->json);
+		return;
+	case SLICES_WRITE: {
+		const struct slice_write *w = &d->writes[d->next_write];
+
+		/* A DELETE of what is gone already is done; anything else must be 2xx. */
+		if (job->result < 0 || !((status >= 200 && status < 300) ||
+					 (w->method == RDP_KUBE_DELETE && status == 404))) {
+			job_error(job, err, sizeof(err));
+			/* 409: someone else wrote first (a stale resourceVersion): re-list now. */
+			if (job->result == 0 && status == 409) {
+				rdp_log(RDP_LOG_INFO, "slices-conflict", "path=%s msg=%s",
+					rdp_log_q(w->path), rdp_log_q(err));
+				writes_clear(d);
+				slices_list(d);
+				return;
+			}
+			slices_fail(d, rdp_kube_method_name(w->method), err);
+			return;
+		}
+		d->next_write++;
+		slices_next_write(d);
+		return;
+	}
+	case SLICES_IDLE:
+	case SLICES_BACKOFF:
+		return;
+	}
+}
+
+/* A sync is wanted (why: for the log). One runs at a time; a request meanwhile follows it. */
+static void slices_start(struct driver *d, const char *why)
+{
+	if (!d->sync_why)
+		d->sync_why = rdp_strdup(why);
+	if (d->sstate == SLICES_NODE || d->sstate == SLICES_LIST || d->sstate == SLICES_WRITE) {
+		d->dirty = true;
+		return;
+	}
+	rdp_event_source_set_timer(d->slice_timer, 0);
+	if (!d->node_uid) {
+		char path[320];
+
+		snprintf(path, sizeof(path), "/api/v1/nodes/%s", d->o->node_name);
+		slices_set_state(d, SLICES_NODE);
+		if (slices_submit(d, RDP_KUBE_GET, path, NULL) < 0)
+			slices_set_state(d, SLICES_IDLE);
+		return;
+	}
+	slices_list(d);
+}
+
+static int on_slice_timer(struct rdp_event_source *s, void *userdata)
+{
+	struct driver *d = userdata;
+
+	(void)s;
+	slices_start(d, d->sstate == SLICES_BACKOFF ? "retry" : "resync");
+	/* a resync that finds nothing to do logs nothing */
+	if (d->sync_why && (strcmp(d->sync_why, "resync") == 0)) {
+		rdp_free(d->sync_why);
+		d->sync_why = NULL;
+	}
+	return 0;
+}
+
+/* Host model. */
+
+static int rebuild_inventory(struct driver *d)
+{
+	const struct rdp_host *h = rdp_scanner_host(d->scanner);
+	struct rdp_dra_inventory inv = {0};
+	int k;
+
+	if (!h)
+		return -ENODATA;
+	k = rdp_dra_inventory_build(h, &inv);
+	if (k < 0)
+		return k;
+	rdp_dra_inventory_done(&d->inv);
+	d->inv = inv;
+	for (size_t i = 0; i < inv.n_dropped; i++)
+		rdp_log(RDP_LOG_WARNING, "device-not-offered", "device=%s msg=%s", inv.dropped[i],
+			rdp_log_q("another device has the same DRA name"));
+	if (d->prep)
+		rdp_dra_prepare_set_inventory(d->prep, &d->inv);
+	return 0;
+}
+
+static void rescan(struct driver *d, enum rdp_scan_mode mode, const char *why)
+{
+	int k = rdp_scanner_scan(d->scanner, mode);
+	bool changed;
+
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "discovery-failed", "error=%s why=%s", rdp_log_errno(k),
+			rdp_log_q(why));
+		return;
+	}
+	changed = k > 0;
+	/* Even an unchanged scan may hand over a new model (a full one): the inventory
+	 * borrows it, so it is rebuilt after every scan. */
+	k = rebuild_inventory(d);
+	if (k < 0) {
+		rdp_dra_inventory_done(&d->inv);
+		rdp_log(RDP_LOG_ERROR, "inventory-failed", "error=%s", rdp_log_errno(k));
+		return;
+	}
+	if (!changed)
+		return;
+	rdp_log(RDP_LOG_INFO, "devices-changed", "offered=%zu why=%s", d->inv.n_devs,
+		rdp_log_q(why));
+	slices_start(d, why);
+}
+
+static void on_host_change(const char *reason, unsigned int n_events, unsigned int flags,
+			   void *userdata)
+{
+	(void)n_events;
+	rescan(userdata, flags & RDP_HOSTWATCH_LOST_EVENTS ? RDP_SCAN_FULL : RDP_SCAN_AUTO,
+	       reason);
+}
+
+static int on_rescan_timer(struct rdp_event_source *s, void *userdata)
+{
+	rescan(userdata, RDP_SCAN_AUTO, "periodic");
+	rdp_event_source_set_timer(s, RDP_DRA_RESCAN_USEC);
+	return 0;
+}
+
+/* Registration: kubelet's plugin watcher finds <driver>-reg.sock. */
+
+static void on_watcher_status(void *userdata, bool registered, const char *error)
+{
+	struct driver *d = userdata;
+
+	if (!registered) {
+		rdp_log(RDP_LOG_WARNING, "register-failed", "driver=%s error=%s", d->o->driver,
+			rdp_log_q(error ? error : ""));
+		return;
+	}
+	d->registrations++;
+	rdp_log(RDP_LOG_INFO, "registered", "driver=%s endpoint=%s registrations=%u",
+		d->o->driver, rdp_log_q(d->dra_path), d->registrations);
+	/* kubelet wipes the node's slices when it starts: publish them again. */
+	slices_start(d, d->registrations == 1 ? "registered" : "re-registered");
+}
+
+static void on_reg_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len,
+			void *userdata)
+{
+	struct driver *d = userdata;
+
+	rdp_watcher_dispatch(&d->winfo, call, req, len);
+}
+
+static const char *const dra_versions[] = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+
+/* The DRA service. */
+
+static void on_dra_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len,
+			void *userdata)
+{
+	struct driver *d = userdata;
+
+	rdp_dra_prepare_dispatch(d->prep, call, req, len);
+}
+
+static struct rdp_grpc_method reg_methods[2];
+static struct rdp_grpc_method dra_methods[4];
+
+static int on_signal(struct rdp_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct driver *d = userdata;
+
+	(void)s;
+	if (si->ssi_signo == SIGHUP) {
+		rdp_log(RDP_LOG_INFO, "resync", "signal=SIGHUP");
+		rescan(d, RDP_SCAN_FULL, "sighup");
+		slices_start(d, "sighup");
+		return 0;
+	}
+	rdp_log(RDP_LOG_INFO, "stopping", "signal=%s", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+	rdp_event_exit(d->event, 0);
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int setup(struct driver *d)
+{
+	const struct rdp_dra_options *o = d->o;
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+	char *err = NULL;
+	int k;
+
+	d->reg_path = rdp_asprintf("%s/plugins_registry/%s-reg.sock", o->kubelet_root, o->driver);
+	d->dra_dir = rdp_asprintf("%s/plugins/%s", o->kubelet_root, o->driver);
+	d->dra_path = rdp_asprintf("%s/plugins/%s/dra.sock", o->kubelet_root, o->driver);
+	d->checkpoint_path = rdp_asprintf("%s/plugins/%s/checkpoint.json", o->kubelet_root,
+					  o->driver);
+	if (!d->reg_path || !d->dra_dir || !d->dra_path || !d->checkpoint_path)
+		return -ENOMEM;
+	rdp_log(RDP_LOG_INFO, "starting",
+		"version=%s driver=%s node=%s kubelet_root=%s sysfs=%s dev=%s cdi=%s api=%s",
+		RDP_VERSION, o->driver, o->node_name, rdp_log_q(o->kubelet_root),
+		rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_q(o->cdi_spec_dir),
+		rdp_log_q(o->api_server ? o->api_server : "in-cluster"));
+	if (o->api_server)
+		k = rdp_kube_config_explicit(o->api_server, o->token_file, o->ca_file,
+					     o->api_server_name, &d->kcfg, &err);
+	else
+		k = rdp_kube_config_in_cluster(o->sa_root, &d->kcfg, &err);
+	if (k >= 0 && !o->api_server && o->api_server_name) {
+		rdp_free(d->kcfg.server_name);
+		d->kcfg.server_name = rdp_strdup(o->api_server_name);
+	}
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "api-server-config", "error=%s msg=%s", rdp_log_errno(k),
+			rdp_log_q(err ? err
+				      : "give --api-server, --token-file and --ca-file outside a pod"));
+		rdp_free(err);
+		return -EINVAL;
+	}
+	k = rdp_event_new(&d->event);
+	if (k < 0)
+		return k;
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		k = rdp_event_add_signal(d->event, sigs[i], on_signal, d, &d->sig_src[i]);
+		if (k < 0)
+			return k;
+	}
+	k = rdp_kube_worker_new(d->event, &d->kcfg, &d->slice_worker, &err);
+	if (k >= 0)
+		k = rdp_kube_worker_new(d->event, &d->kcfg, &d->claim_worker, &err);
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "api-server-client", "error=%s msg=%s", rdp_log_errno(k),
+			rdp_log_q(err ? err : ""));
+		rdp_free(err);
+		return -EINVAL;
+	}
+	/* The model. */
+	{
+		struct rdp_hostwatch_options hw = {.dev_root = o->dev_root};
+
+		k = rdp_hostwatch_new(d->event, &hw, on_host_change, d, &d->hostwatch);
+		if (k < 0)
+			return k;
+	}
+	k = rdp_scanner_new(o->sysfs_root, o->dev_root, &d->scanner);
+	if (k >= 0)
+		k = rdp_scanner_scan(d->scanner, RDP_SCAN_FULL);
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "discovery-failed", "sysfs=%s dev=%s error=%s why=start",
+			rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_errno(k));
+		return k;
+	}
+	k = rebuild_inventory(d);
+	if (k < 0)
+		return k;
+	for (size_t i = 0; i < d->inv.n_devs; i++) {
+		const struct rdp_device *dev = rdp_dra_dev_device(&d->inv, &d->inv.devs[i]);
+
+		rdp_log(RDP_LOG_INFO, "device", "name=%s ibdev=%s pci=%s numa=%d",
+			d->inv.devs[i].name, dev->name, dev->pci_address[0] ? dev->pci_address : "-",
+			dev->numa_node);
+	}
+	k = rdp_event_add_timer(d->event, RDP_DRA_RESCAN_USEC, on_rescan_timer, d,
+				&d->rescan_src);
+	if (k < 0)
+		return k;
+	/* Claims: the checkpoint first, so that kubelet's first call sees what was prepared. */
+	{
+		struct rdp_dra_prepare_options po = {
+			.driver = o->driver,
+			.pool = o->node_name,
+			.cdi_spec_dir = o->cdi_spec_dir,
+			.checkpoint_path = d->checkpoint_path,
+			.dev_root = o->dev_root,
+			.worker = d->claim_worker,
+			.budget_ms = RDP_DRA_CLAIM_BUDGET_MS,
+			.verbose = o->verbose,
+		};
+
+		k = mkdir_p(d->dra_dir);
+		if (k < 0) {
+			rdp_log(RDP_LOG_ERROR, "plugin-dir", "dir=%s error=%s", rdp_log_q(d->dra_dir),
+				rdp_log_errno(k));
+			return k;
+		}
+		k = rdp_dra_prepare_new(&po, &d->inv, &d->prep);
+		if (k < 0)
+			return k;
+	}
+	/* Slices. */
+	k = rdp_event_add_timer(d->event, 0, on_slice_timer, d, &d->slice_timer);
+	if (k < 0)
+		return k;
+	slices_start(d, "start");
+	/* The DRA socket, then the registration socket (kubelet dials the former once it
+	 * finds the latter). Long idle timeout: kubelet keeps its connection and counts a
+	 * dropped one as the driver gone (it wipes the slices 30 s later). */
+	{
+		struct rdp_grpc_limits lim;
+
+		rdp_grpc_limits_default(&lim);
+		lim.idle_timeout_usec = 24ULL * 3600 * 1000 * 1000;
+		dra_methods[0] = (struct rdp_grpc_method){rdp_method_path(RDP_METHOD_DRA_PREPARE),
+							  on_dra_call, false};
+		dra_methods[1] = (struct rdp_grpc_method){
+			rdp_method_path(RDP_METHOD_DRA_UNPREPARE), on_dra_call, false};
+		dra_methods[2] = (struct rdp_grpc_method){
+			rdp_method_path(RDP_METHOD_DRA_V1BETA1_PREPARE), on_dra_call, false};
+		dra_methods[3] = (struct rdp_grpc_method){
+			rdp_method_path(RDP_METHOD_DRA_V1BETA1_UNPREPARE), on_dra_call, false};
+		k = rdp_grpc_server_new(d->event, d->dra_path, dra_methods, ARRAY_SIZE(dra_methods),
+					&lim, d, &d->dra_server);
+		if (k < 0) {
+			rdp_log(RDP_LOG_ERROR, "listen-failed", "socket=%s error=%s",
+				rdp_log_q(d->dra_path), rdp_log_errno(k));
+			return k;
+		}
+	}
+	d->winfo = (struct rdp_watcher_info){
+		.name = o->driver,
+		.endpoint = d->dra_path,
+		.type = "DRAPlugin",
+		.versions = dra_versions,
+		.n_versions = ARRAY_SIZE(dra_versions),
+		.status = on_watcher_status,
+		.userdata = d,
+	};
+	reg_methods[0] = (struct rdp_grpc_method){rdp_method_path(RDP_METHOD_WATCHER_GET_INFO),
+						  on_reg_call, false};
+	reg_methods[1] = (struct rdp_grpc_method){rdp_method_path(RDP_METHOD_WATCHER_NOTIFY),
+						  on_reg_call, false};
+	k = rdp_grpc_server_new(d->event, d->reg_path, reg_methods, ARRAY_SIZE(reg_methods), NULL,
+				d, &d->reg_server);
+	if (k < 0) {
+		rdp_log(RDP_LOG_ERROR, "listen-failed", "socket=%s error=%s", rdp_log_q(d->reg_path),
+			rdp_log_errno(k));
+		return k;
+	}
+	rdp_log(RDP_LOG_INFO, "serving", "registration=%s endpoint=%s versions=%s",
+		rdp_log_q(d->reg_path), rdp_log_q(d->dra_path),
+		rdp_log_q("v1.DRAPlugin,v1beta1.DRAPlugin"));
+	return 0;
+}
+
+static void done(struct driver *d)
+{
+	/* Sockets first (kubelet must not reach a half-stopped driver), then the workers:
+	 * their unfinished jobs end with -ECANCELED. */
+	d->reg_server = rdp_grpc_server_free(d->reg_server);
+	d->dra_server = rdp_grpc_server_free(d->dra_server);
+	d->slice_worker = rdp_kube_worker_free(d->slice_worker);
+	d->claim_worker = rdp_kube_worker_free(d->claim_worker);
+	d->prep = rdp_dra_prepare_free(d->prep);
+	rdp_kube_job_done(&d->sjob);
+	writes_clear(d);
+	json_decref(d->desired);
+	rdp_free(d->sync_why);
+	rdp_free(d->node_uid);
+	rdp_event_source_free(d->slice_timer);
+	rdp_event_source_free(d->rescan_src);
+	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
+		rdp_event_source_free(d->sig_src[i]);
+	d->hostwatch = rdp_hostwatch_free(d->hostwatch);
+	rdp_dra_inventory_done(&d->inv);
+	d->scanner = rdp_scanner_free(d->scanner);
+	rdp_kube_config_done(&d->kcfg);
+	d->event = rdp_event_free(d->event);
+	rdp_free(d->reg_path);
+	rdp_free(d->dra_dir);
+	rdp_free(d->dra_path);
+	rdp_free(d->checkpoint_path);
+}
+
+int rdp_dra_run(const struct rdp_dra_options *opts)
+{
+	struct rdp_dra_options o = *opts;
+	struct driver d = {.o = &o};
+	int k;
+
+	if (!o.driver)
+		o.driver = RDP_DRA_DEFAULT_DRIVER;
+	if (!o.kubelet_root)
+		o.kubelet_root = RDP_DEFAULT_KUBELET_ROOT;
+	if (!o.sysfs_root)
+		o.sysfs_root = RDP_DEFAULT_SYSFS_ROOT;
+	if (!o.dev_root)
+		o.dev_root = RDP_DEFAULT_DEV_ROOT;
+	if (!o.cdi_spec_dir)
+		o.cdi_spec_dir = RDP_DEFAULT_CDI_SPEC_DIR;
+	rdp_log_set_max_level(o.verbose ? RDP_LOG_DEBUG : RDP_LOG_INFO);
+	k = setup(&d);
+	if (k < 0) {
+		if (k != -EINVAL)
+			rdp_log(RDP_LOG_ERROR, "start-failed", "error=%s", rdp_log_errno(k));
+		done(&d);
+		return 1;
+	}
+	k = rdp_event_run(d.event);
+	if (k < 0)
+		rdp_log(RDP_LOG_ERROR, "loop-failed", "error=%s", rdp_log_errno(k));
+	done(&d);
+	rdp_log(RDP_LOG_INFO, "stopped", "code=%d", k < 0 ? 1 : 0);
+	return k < 0 ? 1 : 0;
+}

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: MIT
+"""`rdma-dp dra` end to end (issue 13), driven by the kubelet stand-in (dra_kubelet.py:
+plugin-watcher registration, NodePrepareResources/NodeUnprepareResources on the v1 and
+v1beta1 paths with kubelet's reply checks, slice wiping as kubelet does it) against the fake
+API server (fake_apiserver.py: HTTPS with a bearer token, the real REST paths, status codes,
+and the API server's validation of ResourceSlices), on the fixture nodes.
+
+Covered: registration strings; the node's pool published, owned by the Node, re-published
+after kubelet wipes it (at kubelet start, and after the driver was unreachable); claims
+prepared through CDI specs the reference CDI library loads, idempotently, from the
+checkpoint across a driver restart and after a reboot emptied the CDI directory; errors per
+claim; unprepare; an API server that is down for a while; a token rotation."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dra_env  # noqa: E402
+from dra_env import DRIVER, NODE  # noqa: E402
+from test_cdi_spec import validate, validator  # noqa: E402,F401
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+MLX5_0 = "pci-0000-18-00-0"  # dgx-h100 mlx5_0 (0000:18:00.0)
+MLX5_3 = "pci-0000-40-00-0"  # dgx-h100 mlx5_3 (0000:40:00.0)
+
+
+@pytest.fixture
+def env(rdma_dp, fixtures_dir):
+    e = dra_env.DraEnv(rdma_dp, fixtures_dir, wipe_delay=2)
+    yield e
+    e.close()
+
+
+def start(env, fixture="dgx-h100", extra=()):
+    d = env.driver(fixture, extra=extra)
+    env.kubelet.wait_registered(DRIVER, timeout=30)
+    d.wait_log("event=slices-published", timeout=30)
+    return d
+
+
+def pool_devices(env):
+    return sorted(env.api.devices(NODE, DRIVER))
+
+
+def discover_usable(rdma_dp, fixtures_dir, node):
+    out = subprocess.run([str(rdma_dp), "discover", "--sysfs-root",
+                          str(fixtures_dir / node / "sys"), "--dev-root",
+                          str(fixtures_dir / node / "dev"), "-o", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    return [d for d in json.loads(out)["devices"] if d["usable"]]
+
+
+def stopped_clean(d):
+    assert d.stop() == 0, d.log()[-3000:]
+    log = d.log()
+    assert "ERROR: AddressSanitizer" not in log and "runtime error" not in log, log[-3000:]
+
+
+# ---------------------------------------------------------------------------------------------
+def test_registers_and_publishes_the_pool(env, rdma_dp, fixtures_dir):
+    d = start(env)
+    p = env.kubelet.plugin(DRIVER)
+    assert p.info.type == "DRAPlugin" and p.info.name == DRIVER
+    assert list(p.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    assert p.info.endpoint == str(env.root / "plugins" / DRIVER / "dra.sock")
+    assert p.service == "v1.DRAPlugin"
+    slices = env.api.slices(NODE, DRIVER)
+    assert len(slices) == 1
+    s = slices[0]
+    assert s["metadata"]["name"].startswith("node-a-rdma.rdma-dp.io-")
+    assert s["metadata"]["ownerReferences"] == [{
+        "apiVersion": "v1", "kind": "Node", "name": NODE, "uid": env.node_uid,
+        "controller": True}]
+    assert s["spec"]["pool"]["name"] == NODE and s["spec"]["pool"]["resourceSliceCount"] == 1
+    usable = discover_usable(rdma_dp, fixtures_dir, "dgx-h100")
+    assert len(s["spec"]["devices"]) == len(usable)
+    dev = {x["name"]: x for x in s["spec"]["devices"]}[MLX5_0]
+    a = dev["attributes"]
+    assert a["ibdev"] == {"string": "mlx5_0"}
+    assert a["resource.kubernetes.io/pcieRoot"] == {"string": "pci0000:15"}
+    assert a["resource.kubernetes.io/pciBusID"] == {"string": "0000:18:00.0"}
+    assert a["numaNode"] == {"int": 0} and a["linkLayer"] == {"string": "InfiniBand"}
+    # nothing to do at the next resync: the pool is left as it is
+    gen, n = s["spec"]["pool"]["generation"], len(env.api.requests("POST"))
+    d.signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert env.api.slices(NODE, DRIVER)[0]["spec"]["pool"]["generation"] == gen
+    assert len(env.api.requests("POST")) == n
+    stopped_clean(d)
+
+
+def test_empty_node_publishes_an_empty_slice(env):
+    d = start(env, "no-rdma")
+    slices = env.api.slices(NODE, DRIVER)
+    assert len(slices) == 1 and slices[0]["spec"]["devices"] == []
+    stopped_clean(d)
+
+
+def test_big_node_is_split_at_128(env, fixtures_dir):
+    d = start(env, "two-socket-vfs")
+    slices = env.api.slices(NODE, DRIVER)
+    n = sum(len(s["spec"]["devices"]) for s in slices)
+    assert all(len(s["spec"]["devices"]) <= 128 for s in slices)
+    assert len(slices) == -(-n // 128) or n <= 128
+    assert {s["spec"]["pool"]["resourceSliceCount"] for s in slices} == {len(slices)}
+    stopped_clean(d)
+
+
+def test_prepare_unprepare_both_versions(env):
+    d = start(env)
+    for version in ("v1", "v1beta1"):
+        c = env.claim("c-" + version, [("nic", NODE, MLX5_0), ("nic", NODE, MLX5_3)])
+        uid = c["metadata"]["uid"]
+        resp = env.kubelet.prepare([c], version=version)
+        devs = resp.claims[uid].devices
+        assert sorted(x.device_name for x in devs) == sorted([MLX5_0, MLX5_3])
+        assert all(list(x.request_names) == ["nic"] and x.pool_name == NODE for x in devs)
+        ids = [i for x in devs for i in x.cdi_device_ids]
+        assert sorted(ids) == sorted("rdma-dp.io/claim=%s-%s" % (uid, n)
+                                     for n in (MLX5_0, MLX5_3))
+        spec = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)
+        doc = json.loads(spec.read_text())
+        assert doc["kind"] == "rdma-dp.io/claim"
+        names = {x["name"] for x in doc["devices"]}
+        assert names == {"%s-%s" % (uid, MLX5_0), "%s-%s" % (uid, MLX5_3)}
+        ck = json.loads(env.checkpoint.read_text())
+        assert ck["claims"][uid]["state"] == "prepared"
+        # idempotent: the same answer again, no new read of the claim
+        reads = len(env.api.requests("GET", "resourceclaims"))
+        again = env.kubelet.prepare([c], version=version)
+        assert again.claims[uid] == resp.claims[uid]
+        assert len(env.api.requests("GET", "resourceclaims")) == reads
+        env.kubelet.unprepare([c], version=version)
+        assert not spec.exists()
+        assert uid not in json.loads(env.checkpoint.read_text())["claims"]
+        env.kubelet.unprepare([c], version=version)  # unknown now: still success
+    stopped_clean(d)
+
+
+def test_errors_are_per_claim(env):
+    d = start(env)
+    good = env.claim("good", [("nic", NODE, MLX5_0)])
+    unknown_dev = env.claim("bad-dev", [("nic", NODE, "pci-0000-ff-00-0")])
+    unallocated = env.claim("unalloc", [("nic", NODE, MLX5_3)], allocated=False)
+    replaced = dict(env.claim("replaced", [("nic", NODE, MLX5_3)]))
+    replaced = {**replaced, "metadata": {**replaced["metadata"], "uid": "0" * 8 + "-dead"}}
+    missing = ("default", "no-such-claim", "11111111-2222-3333-4444-555555555555")
+    resp = env.kubelet.prepare([good, unknown_dev, unallocated, replaced, missing],
+                               check=False)
+    assert len(resp.claims) == 5
+    assert not resp.claims[good["metadata"]["uid"]].error
+    assert "pci-0000-ff-00-0" in resp.claims[unknown_dev["metadata"]["uid"]].error
+    assert "not allocated" in resp.claims[unallocated["metadata"]["uid"]].error
+    assert "replaced" in resp.claims["0" * 8 + "-dead"].error
+    assert "404" in resp.claims[missing[2]].error
+    # a device prepared for one claim is refused to another
+    other = env.claim("other", [("nic", NODE, MLX5_0)])
+    r = env.kubelet.prepare([other], check=False)
+    assert "prepared for another claim" in r.claims[other["metadata"]["uid"]].error
+    stopped_clean(d)
+
+
+def test_kubelet_restart_wipes_and_driver_republishes(env):
+    d = start(env)
+    before = pool_devices(env)
+    env.kubelet.restart()  # wipes the node's slices at its start, registers the driver again
+    env.api.wait(lambda: pool_devices(env) == before, timeout=30, what="slices republished")
+    stopped_clean(d)
+
+
+def test_unreachable_driver_wipe_then_back(env):
+    d = start(env)
+    before = pool_devices(env)
+    d.kill()  # unreachable: the stand-in wipes the driver's slices after 2 s
+    env.kubelet.wait_wipe("spec.driver=" + DRIVER, timeout=30)
+    assert pool_devices(env) == []
+    d2 = start(env)
+    env.api.wait(lambda: pool_devices(env) == before, timeout=30, what="slices republished")
+    stopped_clean(d2)
+
+
+def test_driver_restart_keeps_prepared_claims_and_reboot_rewrites_specs(env):
+    d = start(env)
+    c = env.claim("keep", [("nic", NODE, MLX5_0)])
+    uid = c["metadata"]["uid"]
+    first = env.kubelet.prepare([c])
+    spec = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)
+    body = spec.read_text()
+    stopped_clean(d)
+    # a reboot: /var/run/cdi is tmpfs, the spec is gone; the driver starts again
+    spec.unlink()
+    d2 = start(env)
+    d2.wait_log("event=checkpoint-loaded", "claims=1", timeout=10)
+    reads = len(env.api.requests("GET", "resourceclaims"))
+    again = env.kubelet.prepare([c])
+    assert again.claims[uid] == first.claims[uid]
+    assert spec.read_text() == body
+    assert len(env.api.requests("GET", "resourceclaims")) == reads  # from the checkpoint
+    env.kubelet.unprepare([c])
+    assert not spec.exists()
+    stopped_clean(d2)
+
+
+def test_api_server_down_for_a_while(env):
+    d = start(env)
+    env.api.outage("refuse")
+    c = env.claim("during", [("nic", NODE, MLX5_0)])
+    t = time.monotonic()
+    r = env.kubelet.prepare([c], check=False, timeout=45)
+    assert time.monotonic() - t < 40  # within kubelet's deadline, as a per-claim error
+    assert r.claims[c["metadata"]["uid"]].error
+    # slices: the resync fails and backs off; the driver keeps answering kubelet
+    d.wait_log("event=slices-failed", timeout=30)
+    env.api.outage(None)
+    r = env.kubelet.prepare([c])
+    assert not r.claims[c["metadata"]["uid"]].error
+    env.kubelet.restart()  # a wipe while it was down is repaired once it is back
+    env.api.wait(lambda: len(pool_devices(env)) > 0, timeout=40, what="slices back")
+    stopped_clean(d)
+
+
+def test_token_rotation(env):
+    d = start(env)
+    env.api.rotate_token(grace=0)  # the old token is refused from now on
+    c = env.claim("after-rotation", [("nic", NODE, MLX5_0)])
+    r = env.kubelet.prepare([c])
+    assert not r.claims[c["metadata"]["uid"]].error
+    assert env.api.requests("GET", "resourceclaims", 200)
+    stopped_clean(d)
+
+
+def test_cdi_specs_load_in_the_reference_library(env, validator, rdma_dp,  # noqa: F811
+                                                 fixtures_dir):
+    """The claim's spec, as the daemon wrote it, through the reference CDI library: it loads
+    and the registry resolves exactly the IDs kubelet got. (Injection stats the host's nodes,
+    which a fixture node's /dev is not: test_dra_cdi.py injects specs rendered with the
+    fixture's paths.)"""
+    d = start(env)
+    c = env.claim("cdi", [("nic", NODE, MLX5_0), ("nic2", NODE, MLX5_3)])
+    uid = c["metadata"]["uid"]
+    resp = env.kubelet.prepare([c])
+    ids = sorted(i for x in resp.claims[uid].devices for i in x.cdi_device_ids)
+    spec = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)
+    rc, res = validate(validator, spec, dir=env.cdi_dir)
+    assert rc == 0, json.dumps(res, indent=2)
+    assert res["registry"] == {"devices": ids, "errors": {}}
+    assert res["specs"][0]["ok"] and res["specs"][0]["kind"] == "rdma-dp.io/claim"
+    doc = json.loads(spec.read_text())
+    nodes = {n["path"] for dev in doc["devices"] for n in dev["containerEdits"]["deviceNodes"]}
+    char = {x["name"]: x["char_devices"] for x in discover_usable(rdma_dp, fixtures_dir,
+                                                                  "dgx-h100")}
+    assert nodes == set(char["mlx5_0"]) | set(char["mlx5_3"]), nodes
+    top = doc["containerEdits"]
+    assert [n["path"] for n in top["deviceNodes"]] == ["/dev/infiniband/rdma_cm"]
+    assert "RDMA_DEVICE_NIC=mlx5_0:1" in top["env"] and "RDMA_DEVICE_NIC2=mlx5_3:1" in top["env"]
+    stopped_clean(d)
