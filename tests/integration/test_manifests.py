@@ -664,3 +664,110 @@ def test_doc_output_matches(run, fixtures_dir, tmp_path, node, files, block):
     got = (p.stdout + p.stderr).rstrip("\n").replace(no_kubelet, "")
     assert _excerpt_matches(got, expected.rstrip("\n")), \
         "output of `rdma-dp %s` on %s changed:\n%s" % (" ".join(argv), node, got)
+
+
+# ---- the DRA driver (deploy/dra, issue 13) -------------------------------------------------------
+DRA_DRIVER = "rdma.rdma-dp.io"
+DRA_ATTRIBUTES = {"rdma", "ibdev", "pciAddress", "numaNode", "linkLayer", "rateGbps", "vendor",
+                  "deviceId", "netdev", "isVf", "pfPciAddress", "isSf", "nodeGuid", "fwVersion"}
+
+
+@pytest.fixture(scope="module")
+def dra_rendered():
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed: cannot render deploy/dra with `kubectl kustomize`")
+    p = subprocess.run([kubectl, "kustomize", str(DEPLOY / "dra")], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return [d for d in yaml.safe_load_all(p.stdout) if d]
+
+
+def test_dra_driver_name_is_the_binarys(run):
+    assert "(default %s)" % DRA_DRIVER in run("dra", "--help").stdout
+
+
+def test_dra_kustomization(dra_rendered):
+    docs = dra_rendered
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+    assert kinds == sorted([
+        ("ServiceAccount", "rdma-dp-dra"), ("ClusterRole", "rdma-dp-dra"),
+        ("ClusterRoleBinding", "rdma-dp-dra"),
+        ("ValidatingAdmissionPolicy", "rdma-dp-dra-own-node-slices"),
+        ("ValidatingAdmissionPolicyBinding", "rdma-dp-dra-own-node-slices"),
+        ("DeviceClass", "rdma-nic"), ("DeviceClass", "rdma-nic-ib"),
+        ("DeviceClass", "rdma-nic-roce"), ("DaemonSet", "rdma-dp-dra")])
+    # least privilege: exactly these rules, no watch, no wildcard, claims read-only
+    role = _one(docs, "ClusterRole", "rdma-dp-dra")
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
+    assert rules == {(("",), ("nodes",)): {"get"},
+                     (("resource.k8s.io",), ("resourceslices",)):
+                         {"get", "list", "create", "update", "delete"},
+                     (("resource.k8s.io",), ("resourceclaims",)): {"get"}}
+    binding = _one(docs, "ClusterRoleBinding", "rdma-dp-dra")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rdma-dp-dra",
+                                    "namespace": "kube-system"}]
+    # slices of its own node only
+    vap = _one(docs, "ValidatingAdmissionPolicy", "rdma-dp-dra-own-node-slices")
+    assert "system:serviceaccount:kube-system:rdma-dp-dra" in \
+        vap["spec"]["matchConditions"][0]["expression"]
+    assert vap["spec"]["failurePolicy"] == "Fail"
+    assert {"CREATE", "UPDATE", "DELETE"} == set(
+        vap["spec"]["matchConstraints"]["resourceRules"][0]["operations"])
+    assert _one(docs, "ValidatingAdmissionPolicyBinding", "rdma-dp-dra-own-node-slices")[
+        "spec"]["validationActions"] == ["Deny"]
+    # the DaemonSet: as the device plugin's, plus the API identity and the DRA paths
+    ds = _one(docs, "DaemonSet", "rdma-dp-dra")
+    spec = ds["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    assert spec["serviceAccountName"] == "rdma-dp-dra"
+    assert spec.get("automountServiceAccountToken", True) is True
+    assert c["args"][0] == "dra"
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]} == \
+        {"NODE_NAME": "spec.nodeName"}
+    sc = c["securityContext"]
+    assert sc["readOnlyRootFilesystem"] and sc["capabilities"] == {"drop": ["ALL"]}
+    assert not sc["privileged"] and not sc["allowPrivilegeEscalation"]
+    vols = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    assert set(vols.values()) == {"/var/lib/kubelet/plugins_registry",
+                                  "/var/lib/kubelet/plugins", "/var/run/cdi", "/dev"}
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    for name, path in vols.items():  # kubelet dials the endpoint the driver names
+        if path != "/dev":
+            assert mounts[name]["mountPath"] == path and not mounts[name].get("readOnly")
+    assert mounts["host-dev"]["readOnly"] is True and _flag(c["args"], "--dev-root") == \
+        mounts["host-dev"]["mountPath"]
+    assert _flag(c["args"], "--cdi-spec-dir") == "/var/run/cdi"
+    # DeviceClasses select this driver's devices by attributes it publishes
+    for name in ("rdma-nic", "rdma-nic-ib", "rdma-nic-roce"):
+        expr = _one(docs, "DeviceClass", name)["spec"]["selectors"][0]["cel"]["expression"]
+        assert 'device.driver == "%s"' % DRA_DRIVER in expr, expr
+        used = set(re.findall(r'\.attributes\["%s"\]\.(\w+)' % re.escape(DRA_DRIVER), expr))
+        assert used and used <= DRA_ATTRIBUTES, (name, used)
+
+
+def test_dra_examples():
+    classes = {"rdma-nic", "rdma-nic-ib", "rdma-nic-roce", "gpu.nvidia.com"}
+    ex = DEPLOY / "dra" / "examples"
+    tmpl = [d for d in yaml.safe_load_all((ex / "gpu-nic-aligned.yaml").read_text()) if d]
+    rct = next(d for d in tmpl if d["kind"] == "ResourceClaimTemplate")
+    assert rct["apiVersion"] == "resource.k8s.io/v1"
+    devs = rct["spec"]["spec"]["devices"]
+    assert {r["name"]: r["exactly"]["deviceClassName"] for r in devs["requests"]} == \
+        {"gpu": "gpu.nvidia.com", "nic": "rdma-nic-ib"}
+    assert devs["constraints"] == [{"requests": ["gpu", "nic"],
+                                    "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    pod = next(d for d in tmpl if d["kind"] == "Pod")
+    assert pod["spec"]["resourceClaims"] == [{"name": "gpunic",
+                                              "resourceClaimTemplateName": "gpu-nic-aligned"}]
+    shared = [d for d in yaml.safe_load_all((ex / "nccl-test-shared.yaml").read_text()) if d]
+    claim = next(d for d in shared if d["kind"] == "ResourceClaim")
+    req = claim["spec"]["devices"]["requests"][0]["exactly"]
+    assert req["allocationMode"] == "All" and req["deviceClassName"] in classes
+    sts = next(d for d in shared if d["kind"] == "StatefulSet")
+    ps = sts["spec"]["template"]["spec"]
+    assert ps["resourceClaims"] == [{"name": "hca", "resourceClaimName": "rdma-shared-a"}]
+    for c in ps["containers"]:
+        assert c["resources"]["claims"] == [{"name": "hca"}]
+        assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
+        assert not any(k.startswith("rdma/") for k in c["resources"].get("limits", {}))
