@@ -407,6 +407,49 @@ class Bench:
                 shutil.rmtree(root, ignore_errors=True)
         self.res["metrics"] = out
 
+    def dra(self):
+        """rdma-dp dra against the fake API server (HTTPS, bearer token) and the kubelet
+        stand-in (tests/integration/dra_*.py) on the DGX node: NodePrepareResources of one
+        claim (one GET of the claim over TLS, the CDI spec, two checkpoint writes), the same
+        claim prepared again (from the checkpoint), NodeUnprepareResources; the time from
+        start to the pool published."""
+        sys.path.insert(0, str(INTEGRATION))
+        import dra_env
+        n = 10 if self.a.quick else 100
+        env = dra_env.DraEnv(self.rdma, self.fix)
+        out = {}
+        try:
+            t0 = time.monotonic()
+            d = env.driver("dgx-h100", verbose=False)
+            env.kubelet.wait_registered(dra_env.DRIVER, timeout=60)
+            d.wait_log("event=slices-published", timeout=60)
+            out["publish_s"] = time.monotonic() - t0
+            log("dra: %d prepares on dgx-h100" % n)
+            first, again, unprep = [], [], []
+            for i in range(n):
+                c = env.claim("b%d" % i, [("nic", dra_env.NODE, "pci-0000-18-00-0")])
+                t = time.monotonic()
+                env.kubelet.prepare([c])
+                first.append((time.monotonic() - t) * 1e9)
+                t = time.monotonic()
+                env.kubelet.prepare([c])
+                again.append((time.monotonic() - t) * 1e9)
+                t = time.monotonic()
+                env.kubelet.unprepare([c])
+                unprep.append((time.monotonic() - t) * 1e9)
+            out.update({"prepare": dist(first), "prepare_again": dist(again),
+                        "unprepare": dist(unprep), "rss_kib": self._rss(d.pid)})
+            d.stop()
+        finally:
+            env.close()
+        self.res["dra"] = out
+
+    @staticmethod
+    def _rss(pid):
+        sys.path.insert(0, str(INTEGRATION))
+        import kubelet as K
+        return K.rss_kib(pid)
+
     def sizes(self):
         stripped = self.out / "rdma-dp.stripped"
         subprocess.run(["strip", "-o", str(stripped), str(self.rdma)], check=True)
@@ -754,6 +797,17 @@ def table8(res, big):
         row("  VmRSS after the first scrape / after them all", m, lambda v: "{:,} / {:,} KiB".format(
             v["rss_first_kib"], v["rss_after_kib"]))
 
+    dr = res.get("dra")
+    if dr:
+        pd = lambda v: "%s / %s" % (fmt_ms(ms(v["p50"])), fmt_ms(ms(v["p99"])))  # noqa: E731
+        row("rdma-dp dra, dgx-h100: start to the pool published (fake API server, TLS)",
+            dr["publish_s"] * 1e3, fmt_ms)
+        row("  NodePrepareResources, one claim (GET over TLS, CDI spec, checkpoint): p50 / p99",
+            dr["prepare"], pd)
+        row("  the same claim again (from the checkpoint): p50 / p99", dr["prepare_again"], pd)
+        row("  NodeUnprepareResources: p50 / p99", dr["unprepare"], pd)
+        row("  VmRSS after the prepares", dr["rss_kib"], lambda v: "{:,} KiB".format(v))
+
     # goals
     t = tool.get("scale-%d serve" % big)
     if t:
@@ -816,6 +870,7 @@ def main():
     b.watcher_getinfo()
     b.hostile()
     b.metrics()
+    b.dra()
     b.callgrind()
     mach["load_end"] = os.getloadavg()
     mach["seconds"] = round(time.monotonic() - t0, 1)
