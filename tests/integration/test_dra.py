@@ -86,6 +86,13 @@ def test_registers_and_publishes_the_pool(env, rdma_dp, fixtures_dir):
     assert a["resource.kubernetes.io/pcieRoot"] == {"string": "pci0000:15"}
     assert a["resource.kubernetes.io/pciBusID"] == {"string": "0000:18:00.0"}
     assert a["numaNode"] == {"int": 0} and a["linkLayer"] == {"string": "InfiniBand"}
+    # the attributes the DeviceClasses of deploy/dra select on are the ones published
+    from test_manifests import DRA_ATTRIBUTES
+    for x in s["spec"]["devices"]:
+        names = set(x["attributes"])
+        assert names - {"resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID"} \
+            <= DRA_ATTRIBUTES, names
+        assert {"rdma", "linkLayer", "ibdev"} <= names
     # nothing to do at the next resync: the pool is left as it is
     gen, n = s["spec"]["pool"]["generation"], len(env.api.requests("POST"))
     d.signal(signal.SIGHUP)
