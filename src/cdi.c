@@ -415,43 +415,6 @@ static int same_content(int dirfd, const char *name, const char *json, size_t le
 	return got == len && memcmp(buf, json, len) == 0;
 }
 
-/* Creates ".rdma-dp.io-<class>.XXXXXX.tmp" (O_EXCL) in dirfd; its name into tmp. */
-static int create_temp(int dirfd, const char *class, char *tmp, size_t size)
-{
-	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-
-	for (int attempt = 0; attempt < 100; attempt++) {
-		unsigned char rnd[6];
-		char sfx[7];
-		int fd, n;
-
-		if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
-			/* No entropy yet: uniqueness is all that is needed here. */
-			struct timespec ts;
-			unsigned long x;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			x = (unsigned long)getpid() * 2654435761UL + (unsigned long)attempt * 40503UL +
-			    (unsigned long)ts.tv_nsec;
-
-			for (size_t i = 0; i < sizeof(rnd); i++, x >>= 5)
-				rnd[i] = (unsigned char)x;
-		}
-		for (size_t i = 0; i < 6; i++)
-			sfx[i] = chars[rnd[i] % (sizeof(chars) - 1)];
-		sfx[6] = '\0';
-		n = snprintf(tmp, size, TMP_PREFIX "%s.%s" TMP_SUFFIX, class, sfx);
-		if (n < 0 || (size_t)n >= size)
-			return -ENAMETOOLONG;
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			return fd;
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
 int rdp_cdi_remove_at(int dirfd, const char *class)
 {
 	char name[RDP_CDI_FILE_NAME_MAX];
@@ -468,7 +431,6 @@ int rdp_cdi_remove_at(int dirfd, const char *class)
 int rdp_cdi_write_at(int dirfd, const char *class, const char *json)
 {
 	char name[RDP_CDI_FILE_NAME_MAX], tmp[RDP_CDI_FILE_NAME_MAX + 16];
-	_cleanup_close_ int fd = -1;
 	size_t len;
 	int r;
 
@@ -482,23 +444,11 @@ int rdp_cdi_write_at(int dirfd, const char *class, const char *json)
 	if (r != 0)
 		return r;
 
-	fd = create_temp(dirfd, class, tmp, sizeof(tmp));
-	if (fd < 0)
-		return fd;
-	r = rdp_write_all(fd, json, len);
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r >= 0 && fchmod(fd, 0644) < 0)
-		r = -errno;
-	if (r >= 0 && close(TAKE_FD(fd)) < 0)
-		r = -errno;
-	if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlinkat(dirfd, tmp, 0);
-		return r;
-	}
-	return fsync(dirfd) < 0 ? -errno : 0;
+	r = snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s.", class);
+	if (r < 0 || (size_t)r >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	/* ".rdma-dp.io-<class>.XXXXXX.tmp": never read by CDI, which reads *.json and *.yaml */
+	return rdp_replace_file_at(dirfd, name, tmp, TMP_SUFFIX, json, len, 0644);
 }
 
 static bool has_suffix(const char *s, const char *sfx)

@@ -518,8 +518,8 @@ int rdp_dra_checkpoint_load_at(int dirfd, struct rdp_dra_checkpoint *ret, char *
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
-	struct stat st;
 	size_t got = 0;
+	int r;
 
 	if (ret_error)
 		*ret_error = NULL;
@@ -533,29 +533,13 @@ int rdp_dra_checkpoint_load_at(int dirfd, struct rdp_dra_checkpoint *ret, char *
 			return bad(ret_error, -EBADMSG, "a symbolic link");
 		return -errno;
 	}
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
+	r = rdp_read_file_fd(fd, RDP_DRA_CKPT_MAX_BYTES, &buf, &got);
+	if (r == -EINVAL)
 		return bad(ret_error, -EBADMSG, "not a regular file");
-	if ((uintmax_t)st.st_size > RDP_DRA_CKPT_MAX_BYTES)
+	if (r == -EFBIG)
 		return bad(ret_error, -E2BIG, "larger than %u bytes", RDP_DRA_CKPT_MAX_BYTES);
-	buf = rdp_malloc(RDP_DRA_CKPT_MAX_BYTES + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = read(fd, buf + got, RDP_DRA_CKPT_MAX_BYTES + 1 - got);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got > RDP_DRA_CKPT_MAX_BYTES)
-			return bad(ret_error, -E2BIG, "larger than %u bytes", RDP_DRA_CKPT_MAX_BYTES);
-	}
+	if (r < 0)
+		return r;
 	return rdp_dra_checkpoint_parse(buf, got, ret, ret_error);
 }
 
@@ -566,52 +550,14 @@ int rdp_dra_checkpoint_set_aside_at(int dirfd)
 	return fsync(dirfd) < 0 ? -errno : 0;
 }
 
-static int create_temp(int dirfd, char *tmp, size_t size)
-{
-	for (int attempt = 0; attempt < 100; attempt++) {
-		unsigned int x;
-		int fd;
-
-		if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x)) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			x = (unsigned int)getpid() * 2654435761u + (unsigned int)attempt * 40503u +
-			    (unsigned int)ts.tv_nsec;
-		}
-		snprintf(tmp, size, "." RDP_DRA_CKPT_FILE ".%08x.tmp", x);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0)
-			return fd;
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
 int rdp_dra_checkpoint_save_at(int dirfd, const struct rdp_dra_checkpoint *c)
 {
 	_cleanup_free_ char *text = NULL;
-	_cleanup_close_ int fd = -1;
-	char tmp[64];
 	int r;
 
 	r = rdp_dra_checkpoint_render(c, &text);
 	if (r < 0)
 		return r;
-	fd = create_temp(dirfd, tmp, sizeof(tmp));
-	if (fd < 0)
-		return fd;
-	r = rdp_write_all(fd, text, strlen(text));
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r >= 0 && close(TAKE_FD(fd)) < 0)
-		r = -errno;
-	if (r >= 0 && renameat(dirfd, tmp, dirfd, RDP_DRA_CKPT_FILE) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlinkat(dirfd, tmp, 0);
-		return r;
-	}
-	return fsync(dirfd) < 0 ? -errno : 0;
+	return rdp_replace_file_at(dirfd, RDP_DRA_CKPT_FILE, "." RDP_DRA_CKPT_FILE ".", ".tmp",
+				   text, strlen(text), 0600);
 }

@@ -2,6 +2,7 @@
 /* TLS client connections over mbedTLS 2.28; see kube-tls.h. */
 #define _GNU_SOURCE
 #include "kube-tls.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,39 +76,10 @@ static void tls_strerror(int ret, char *buf, size_t len)
 static int read_bounded(const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	struct stat st;
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	buf = rdp_malloc(max + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return -EFBIG; /* grew after fstat */
-	}
-	buf[len] = '\0';
-	*ret_len = len;
-	*ret = TAKE_PTR(buf);
-	return 0;
+	return rdp_read_file_fd(fd, max, ret, ret_len);
 }
 
 int rdp_tls_ctx_new(const char *ca_file, struct rdp_tls_ctx **ret, char **ret_error)

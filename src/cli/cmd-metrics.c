@@ -45,29 +45,16 @@ static void help(void)
 	       RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
 }
 
-/* Writes text to dir/rdma_dp.prom: a temp file in dir (not *.prom), fsync, rename. */
+/* Writes text to dir/rdma_dp.prom atomically: a temp file in dir (not *.prom: node_exporter
+ * reads only those), fsync, rename. */
 static int write_textfile(const char *dir, const char *text, size_t len)
 {
-	_cleanup_free_ char *tmp = rdp_asprintf("%s/.%s.XXXXXX", dir, TEXTFILE_NAME);
-	_cleanup_free_ char *dst = rdp_asprintf("%s/%s", dir, TEXTFILE_NAME);
-	_cleanup_close_ int fd = -1;
-	int r;
+	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (!tmp || !dst)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
+	if (dirfd < 0)
 		return -errno;
-	r = rdp_write_all(fd, text, len);
-	if (r == 0 && fchmod(fd, 0644) < 0)
-		r = -errno;
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, dst) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return rdp_replace_file_at(dirfd, TEXTFILE_NAME, "." TEXTFILE_NAME ".", "", text, len,
+				   0644);
 }
 
 int cmd_metrics(int argc, char **argv)
