@@ -267,3 +267,54 @@ def test_cdi_specs_load_in_the_reference_library(env, validator, rdma_dp,  # noq
     assert [n["path"] for n in top["deviceNodes"]] == ["/dev/infiniband/rdma_cm"]
     assert "RDMA_DEVICE_NIC=mlx5_0:1" in top["env"] and "RDMA_DEVICE_NIC2=mlx5_3:1" in top["env"]
     stopped_clean(d)
+
+
+def test_podman_runs_the_claim(env, fixtures_dir, tmp_path):
+    """A real runtime consumes what NodePrepareResources answered: podman (as in the CDI
+    work: a FROM scratch busybox, the spec dir as its /var/run/cdi, a copy of the fixture's
+    /dev whose nodes are harmless 1:3) runs a container with the claim's CDI device IDs. It
+    gets exactly the two NICs' char devices and rdma_cm, and the claim's variables from the
+    spec."""
+    import podman_run as P
+    node = P.harmless_node(fixtures_dir, "dgx-h100", tmp_path / "dgx")
+    d = env.driver(node)
+    env.kubelet.wait_registered(DRIVER, timeout=30)
+    d.wait_log("event=slices-published", timeout=30)
+    c = env.claim("podman", [("nic", NODE, MLX5_0), ("nic", NODE, "pci-0000-4f-00-0")])
+    uid = c["metadata"]["uid"]
+    resp = env.kubelet.prepare([c])
+    ids = [i for x in resp.claims[uid].devices for i in x.cdi_device_ids]
+    r = P.run(cdi_names=ids, cdi_dir=env.cdi_dir, dev_root=node / "dev")
+    want = ["/dev/infiniband/%s%d" % (k, n) for n in (0, 2) for k in ("issm", "umad", "uverbs")]
+    assert r.nodes == {pathlib.Path(p).name: ("c",) + P.HARMLESS
+                       for p in want + ["/dev/infiniband/rdma_cm"]}, r.nodes
+    assert r.added_env == {"RDMA_DEVICE_NIC": "mlx5_0:1,mlx5_4:1",
+                           "NCCL_IB_HCA": "=mlx5_0:1,mlx5_4:1",
+                           "UCX_NET_DEVICES": "mlx5_0:1,mlx5_4:1"}, r.added_env
+    stopped_clean(d)
+
+
+def test_stops_promptly_while_the_api_server_hangs(env):
+    """An API server that accepts and never answers holds the workers' requests; SIGTERM still
+    ends the driver at once (the requests are cancelled), and kubelet's call in flight gets an
+    answer rather than its deadline."""
+    import threading
+    d = start(env)
+    env.api.outage("hang")
+    c = env.claim("hung", [("nic", NODE, MLX5_0)])
+    out = {}
+
+    def call():
+        try:
+            out["resp"] = env.kubelet.prepare([c], check=False, timeout=45)
+        except Exception as e:  # noqa: BLE001 - the driver may go away before answering
+            out["error"] = e
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    stopped_clean(d)
+    assert time.monotonic() - t0 < 5
+    t.join(10)
+    assert not t.is_alive()
+    env.api.outage(None)
