@@ -38,8 +38,11 @@ def env(rdma_dp, fixtures_dir):
 
 
 def start(env, fixture="dgx-h100", extra=()):
+    """Starts the driver and waits for ITS registration (after any earlier driver's) and its
+    pool."""
+    after = len(env.kubelet.registrations)
     d = env.driver(fixture, extra=extra)
-    env.kubelet.wait_registered(DRIVER, timeout=30)
+    env.kubelet.wait_registered(DRIVER, after=after, timeout=30)
     d.wait_log("event=slices-published", timeout=30)
     return d
 
@@ -277,9 +280,7 @@ def test_podman_runs_the_claim(env, fixtures_dir, tmp_path):
     spec."""
     import podman_run as P
     node = P.harmless_node(fixtures_dir, "dgx-h100", tmp_path / "dgx")
-    d = env.driver(node)
-    env.kubelet.wait_registered(DRIVER, timeout=30)
-    d.wait_log("event=slices-published", timeout=30)
+    d = start(env, node)
     c = env.claim("podman", [("nic", NODE, MLX5_0), ("nic", NODE, "pci-0000-4f-00-0")])
     uid = c["metadata"]["uid"]
     resp = env.kubelet.prepare([c])
