@@ -195,7 +195,6 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	struct rdp_dra_claim_ctx ctx = {.driver = p->driver, .uid = cl->uid, .pool = p->pool,
 					.inv = p->inv};
 	struct rdp_dra_ckpt_claim entry = {0};
-	_cleanup_free_ struct rdp_dra_result *unused = NULL;
 	const struct rdp_dra_ckpt_claim *other;
 	const char *dev = NULL;
 	char *err = NULL;
