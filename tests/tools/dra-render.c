@@ -46,31 +46,33 @@ static int cmd_spec(int argc, char **argv, struct rdp_dra_inventory *inv, const 
 	char *json = NULL;
 	int r, dfd, ret = 1;
 
+	if (!res)
+		return 1;
 	for (size_t i = 0; i < n; i++) {
 		char *a = argv[2 + i], *eq = strchr(a, '=');
 		char base[RDP_DRA_REQUEST_MAX];
 
 		if (!eq) {
 			fprintf(stderr, "%s: not REQUEST=DEVICE\n", a);
-			return 1;
+			goto out;
 		}
 		*eq = 0;
 		if (rdp_dra_base_request(a, base, sizeof(base)) < 0) {
 			fprintf(stderr, "%s: not a request name\n", a);
-			return 1;
+			goto out;
 		}
 		res[i].request = strdup(base);
 		res[i].pool = (char *)"node";
 		res[i].device = eq + 1;
 		if (!rdp_dra_inventory_find(inv, res[i].device)) {
 			fprintf(stderr, "no offered device %s\n", res[i].device);
-			return 1;
+			goto out;
 		}
 	}
 	r = rdp_cdi_claim_spec_render(inv, uid, res, n, prefix, &json, NULL);
 	if (r < 0) {
 		fprintf(stderr, "render: %s\n", strerror(-r));
-		return 1;
+		goto out;
 	}
 	dfd = rdp_cdi_open_dir(outdir, true);
 	if (dfd < 0) {
