@@ -251,16 +251,38 @@ static void refresh_fabric(struct daemon *d)
 	d->fabric = t;
 }
 
+/*
+ * What the configured resources serve now (resource.h), allocated (rdp_free()); *n gets how
+ * many. NULL on allocation failure. Read by the status file, the metrics and the probes.
+ */
+static struct rdp_resource_status *resources_snapshot(const struct daemon *d, size_t *n)
+{
+	size_t count = d->res ? rdp_resources_count(d->res) : 0;
+	struct rdp_resource_status *rs = rdp_calloc(count + 1, sizeof(*rs));
+
+	*n = rs && d->res ? rdp_resources_status(d->res, rs, count) : 0;
+	return rs;
+}
+
+#define FNV64_OFFSET 0xcbf29ce484222325ULL
+
+/* FNV-1a over len bytes, continuing from h (FNV64_OFFSET to start). */
+static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 /* Counted at every scrape, logged when what fails changes (not at every scrape). */
 static void log_scrape_errors(struct daemon *d, const struct rdp_fabric_stats *fs)
 {
 	const char *first = fs->n_errors ? fs->errors[0] : "";
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = fnv1a64(FNV64_OFFSET, first, strlen(first)) ^ fs->read_errors;
 
 	d->counters.scrape_errors += fs->read_errors;
-	for (const char *p = first; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
-	h ^= fs->read_errors;
 	if (h == d->scrape_errors_logged)
 		return;
 	d->scrape_errors_logged = h;
@@ -284,12 +306,13 @@ static int metrics_plugin(void *userdata, struct rdp_mtext *m, const struct rdp_
 			  const struct rdp_http_stats *hs, double scrape_seconds)
 {
 	struct daemon *d = userdata;
-	size_t n = d->res ? rdp_resources_count(d->res) : 0;
-	struct rdp_resource_status *rs = rdp_calloc(n + 1, sizeof(*rs));
+	size_t n;
+	struct rdp_resource_status *rs = resources_snapshot(d, &n);
 	struct rdp_plugin_metrics p = {
 		.version = RDP_VERSION,
 		.revision = RDP_REVISION,
 		.res = rs,
+		.n_res = n,
 		.counters = &d->counters,
 		.http = hs,
 		.lock_held = d->lock && rdp_lock_state(d->lock) == RDP_LOCK_HELD,
@@ -301,8 +324,6 @@ static int metrics_plugin(void *userdata, struct rdp_mtext *m, const struct rdp_
 		return -ENOMEM;
 	if (fs)
 		log_scrape_errors(d, fs);
-	if (d->res)
-		p.n_res = rdp_resources_status(d->res, rs, n);
 	k = rdp_plugin_metrics_write(m, &p);
 	rdp_free(rs);
 	return k;
@@ -311,8 +332,8 @@ static int metrics_plugin(void *userdata, struct rdp_mtext *m, const struct rdp_
 static int metrics_health(void *userdata, bool ready, char *buf, size_t len)
 {
 	struct daemon *d = userdata;
-	size_t n = d->res ? rdp_resources_count(d->res) : 0;
-	struct rdp_resource_status *rs = rdp_calloc(n + 1, sizeof(*rs));
+	size_t n;
+	struct rdp_resource_status *rs = resources_snapshot(d, &n);
 	bool held = d->lock && rdp_lock_state(d->lock) == RDP_LOCK_HELD;
 	size_t registered = 0;
 	int code = 200;
@@ -321,8 +342,6 @@ static int metrics_health(void *userdata, bool ready, char *buf, size_t len)
 		snprintf(buf, len, "out of memory");
 		return 503;
 	}
-	if (d->res)
-		n = rdp_resources_status(d->res, rs, n);
 	if (!held) {
 		/* Alive (the loop answers); the daemon holding the lock serves the node. */
 		snprintf(buf, len, "waiting for the node's lock: another rdma-dp serves this node");
@@ -496,8 +515,8 @@ static void hook_changed(void *userdata)
 
 static void publish_status(struct daemon *d)
 {
-	size_t n = rdp_resources_count(d->res);
-	struct rdp_resource_status *rs = rdp_calloc(n + 1, sizeof(*rs));
+	size_t n;
+	struct rdp_resource_status *rs = resources_snapshot(d, &n);
 	struct rdp_status_resource *v = rdp_calloc(n + 1, sizeof(*v));
 	struct rdp_status st = {
 		.pid = getpid(),
@@ -509,7 +528,6 @@ static void publish_status(struct daemon *d)
 	int k = v && rs ? 0 : -ENOMEM;
 
 	if (k == 0) {
-		rdp_resources_status(d->res, rs, n);
 		for (size_t i = 0; i < n; i++) {
 			v[i].name = (char *)rs[i].full_name;
 			v[i].socket = (char *)rs[i].sock_path;
@@ -773,7 +791,7 @@ static int on_lock_timer(struct rdp_event_source *s, void *userdata)
  */
 static uint64_t config_digest(const char *path)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV64_OFFSET;
 	size_t total = 0;
 	char buf[4096];
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -787,10 +805,7 @@ static uint64_t config_digest(const char *path)
 			continue;
 		if (n <= 0)
 			break;
-		for (ssize_t i = 0; i < n; i++) {
-			h ^= (unsigned char)buf[i];
-			h *= 0x100000001b3ULL;
-		}
+		h = fnv1a64(h, buf, (size_t)n);
 		total += (size_t)n;
 		if (total > RDP_CONFIG_MAX_BYTES)
 			break;
@@ -1154,7 +1169,7 @@ int rdp_daemon_run(const struct rdp_daemon_options *opts)
 		.registry_dir.wd = -1,
 		.netns_logged = -1,
 		.lock_holder_logged = -1,
-		.scrape_errors_logged = 0xcbf29ce484222325ULL, /* no errors (log_scrape_errors) */
+		.scrape_errors_logged = FNV64_OFFSET, /* no errors (log_scrape_errors) */
 	};
 	int k;
 

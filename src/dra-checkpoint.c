@@ -98,7 +98,7 @@ static bool bounded(const char *s)
 	return s && strnlen(s, RDP_DRA_CKPT_STRING_MAX + 1) <= RDP_DRA_CKPT_STRING_MAX;
 }
 
-static int claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra_ckpt_claim *dst)
+int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra_ckpt_claim *dst)
 {
 	struct rdp_dra_ckpt_claim c = {.state = src->state};
 
@@ -211,7 +211,7 @@ int rdp_dra_checkpoint_put(struct rdp_dra_checkpoint *c, const struct rdp_dra_ck
 		return -EINVAL;
 	if (!found && c->n_claims >= RDP_DRA_CKPT_MAX_CLAIMS)
 		return -E2BIG;
-	r = claim_copy(claim, &copy);
+	r = rdp_dra_ckpt_claim_copy(claim, &copy);
 	if (r < 0)
 		return r;
 	if (found) {
@@ -391,7 +391,7 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 	if (n > RDP_DRA_CKPT_MAX_DEVICES)
 		return bad(ret_error, -E2BIG, "claim %s: %zu devices, at most %d", uid, n,
 			   RDP_DRA_CKPT_MAX_DEVICES);
-	/* borrowed strings from the JSON: claim_copy() below copies them */
+	/* borrowed strings from the JSON: rdp_dra_ckpt_claim_copy() below copies them */
 	devs = n ? rdp_calloc(n, sizeof(*devs)) : NULL;
 	if (n && !devs)
 		return -ENOMEM;
@@ -438,7 +438,7 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 	}
 	c.devices = devs;
 	c.n_devices = n;
-	r = claim_copy(&c, ret);
+	r = rdp_dra_ckpt_claim_copy(&c, ret);
 out:
 	for (i = 0; i < n; i++)
 		rdp_free(devs[i].cdi_ids);

@@ -83,6 +83,11 @@ struct rdp_dra_checkpoint {
 
 void rdp_dra_checkpoint_done(struct rdp_dra_checkpoint *c);
 void rdp_dra_ckpt_claim_done(struct rdp_dra_ckpt_claim *c);
+/*
+ * A deep copy of src into dst (overwritten, not freed first), checked against the bounds
+ * below as rdp_dra_checkpoint_put() checks them. 0, -EINVAL, -ENOMEM (dst untouched).
+ */
+int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra_ckpt_claim *dst);
 
 /* The claim of that UID, NULL when absent. */
 const struct rdp_dra_ckpt_claim *rdp_dra_checkpoint_find(const struct rdp_dra_checkpoint *c,

@@ -360,10 +360,13 @@ static void slices_job_done(struct rdp_kube_job *job, void *userdata)
 	}
 }
 
-/* A sync is wanted (why: for the log). One runs at a time; a request meanwhile follows it. */
+/*
+ * A sync is wanted (why: for the log; NULL for a resync that should log nothing unless it
+ * finds a difference). One runs at a time; a request meanwhile follows it.
+ */
 static void slices_start(struct driver *d, const char *why)
 {
-	if (!d->sync_why)
+	if (why && !d->sync_why)
 		d->sync_why = rdp_strdup(why);
 	if (d->sstate == SLICES_NODE || d->sstate == SLICES_LIST || d->sstate == SLICES_WRITE) {
 		d->dirty = true;
@@ -387,12 +390,8 @@ static int on_slice_timer(struct rdp_event_source *s, void *userdata)
 	struct driver *d = userdata;
 
 	(void)s;
-	slices_start(d, d->sstate == SLICES_BACKOFF ? "retry" : "resync");
-	/* a resync that finds nothing to do logs nothing */
-	if (d->sync_why && (strcmp(d->sync_why, "resync") == 0)) {
-		rdp_free(d->sync_why);
-		d->sync_why = NULL;
-	}
+	/* A retry keeps the reason of the sync it retries; a resync logs only a difference. */
+	slices_start(d, NULL);
 	return 0;
 }
 

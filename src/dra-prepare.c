@@ -86,8 +86,8 @@ static int save(struct rdp_dra_prepare *p)
 }
 
 /* The CDI IDs and requests of a claim's devices, from the parse (results in order). */
-static int answer_from_results(struct rdp_dra_prepare *p, const char *uid,
-			       const struct rdp_dra_claim *c, struct rdp_dra_ckpt_claim *a)
+static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
+			       struct rdp_dra_ckpt_claim *a)
 {
 	a->devices = rdp_calloc(c->n_results ? c->n_results : 1, sizeof(*a->devices));
 	if (!a->devices)
@@ -109,7 +109,6 @@ static int answer_from_results(struct rdp_dra_prepare *p, const char *uid,
 			return -ENOMEM;
 		d->n_cdi_ids = 1;
 	}
-	(void)p;
 	return 0;
 }
 
@@ -216,7 +215,7 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	entry.name = cl->name;
 	entry.state = RDP_DRA_PREPARE_STARTED;
 	entry.cdi_spec = (char *)"";
-	k = answer_from_results(p, cl->uid, &c, &cl->answer);
+	k = answer_from_results(cl->uid, &c, &cl->answer);
 	if (k < 0) {
 		claim_fail(cl, rdp_asprintf("%s", strerror(-k)));
 		goto out;
@@ -271,8 +270,6 @@ static void pclaim_clear(struct pclaim *cl)
 	rdp_free(cl->namespace);
 	rdp_free(cl->name);
 	rdp_free(cl->error);
-	/* answer.uid/namespace/name are not set: only devices */
-	cl->answer.uid = cl->answer.namespace = cl->answer.name = cl->answer.cdi_spec = NULL;
 	rdp_dra_ckpt_claim_done(&cl->answer);
 	rdp_kube_job_done(&cl->job);
 }
@@ -432,33 +429,11 @@ static void prepare_again(struct rdp_dra_prepare *p, struct pclaim *cl,
 		claim_fail(cl, err ? err : rdp_asprintf("%s", strerror(-k)));
 		return;
 	}
-	/* The answer: a deep copy of the recorded devices. */
-	cl->answer.devices = rdp_calloc(ck->n_devices ? ck->n_devices : 1,
-					sizeof(*cl->answer.devices));
-	if (!cl->answer.devices) {
-		claim_fail(cl, NULL);
+	/* The answer: a copy of what was recorded. */
+	k = rdp_dra_ckpt_claim_copy(ck, &cl->answer);
+	if (k < 0) {
+		claim_fail(cl, rdp_asprintf("%s", strerror(-k)));
 		return;
-	}
-	for (size_t i = 0; i < ck->n_devices; i++) {
-		const struct rdp_dra_ckpt_device *s = &ck->devices[i];
-		struct rdp_dra_ckpt_device *d = &cl->answer.devices[cl->answer.n_devices++];
-
-		d->request = rdp_strdup(s->request);
-		d->pool = rdp_strdup(s->pool);
-		d->device = rdp_strdup(s->device);
-		d->cdi_ids = rdp_calloc(s->n_cdi_ids ? s->n_cdi_ids : 1, sizeof(*d->cdi_ids));
-		if (!d->request || !d->pool || !d->device || !d->cdi_ids) {
-			claim_fail(cl, NULL);
-			return;
-		}
-		for (size_t j = 0; j < s->n_cdi_ids; j++) {
-			d->cdi_ids[j] = rdp_strdup(s->cdi_ids[j]);
-			if (!d->cdi_ids[j]) {
-				claim_fail(cl, NULL);
-				return;
-			}
-			d->n_cdi_ids++;
-		}
 	}
 	cl->done = true;
 	rdp_log(RDP_LOG_INFO, "claim-prepared", "claim=%s/%s uid=%s devices=%zu from=checkpoint",
