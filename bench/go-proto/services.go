@@ -1,7 +1,7 @@
 // gRPC service glue for the v1beta1 device-plugin API, written by hand in the shape of the
 // code protoc-gen-go's old grpc plugin generated (what kubelet's api.pb.go carries). It is
 // compiled into the same package as the messages protoc-gen-go generates from
-// src/proto/deviceplugin.proto at build time (bench/build-go.sh).
+// src/rpc/proto/deviceplugin.proto at build time (bench/build-go.sh).
 package v1beta1
 
 import (

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdi.h"
 #include "cli-common.h"
 #include "cli.h"
 #include "daemon.h"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cdi.h"
 #include "cli-common.h"
 #include "cli.h"
 #include "config.h"

@@ -56,11 +56,11 @@ _dra_pb = None
 
 
 def dra_protos():
-    """dra_pb2 generated once per process with protoc --python_out, from src/proto/dra.proto
+    """dra_pb2 generated once per process with protoc --python_out, from src/rpc/proto/dra.proto
     when it exists (the driver's copy), else tests/integration/dra.proto."""
     global _dra_pb
     if _dra_pb is None:
-        src = REPO / "src" / "proto" / "dra.proto"
+        src = REPO / "src" / "rpc" / "proto" / "dra.proto"
         if not src.exists():
             src = HERE / "dra.proto"
         out = tempfile.mkdtemp(dir="/tmp", prefix="rdpdraproto")

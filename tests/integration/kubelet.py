@@ -64,7 +64,7 @@ def protos():
     global _protos
     if _protos is None:
         out = tempfile.mkdtemp(dir="/tmp", prefix="rdpproto")
-        src = REPO / "src" / "proto"
+        src = REPO / "src" / "rpc" / "proto"
         subprocess.run(["protoc", "--python_out=" + out, "-I", str(src),
                         str(src / "deviceplugin.proto"), str(src / "pluginregistration.proto")],
                        check=True)

@@ -1,6 +1,6 @@
-"""CDI specs written by src/cdi.c, loaded by the reference CDI library.
+"""CDI specs written by src/cdi/cdi.c, loaded by the reference CDI library.
 
-The specs come from tests/tools/cdi-render (a fixture node discovered, src/cdi.c renders and
+The specs come from tests/tools/cdi-render (a fixture node discovered, src/cdi/cdi.c renders and
 writes the spec); tests/tools/cdi-validate is the CDI Go library as Debian 12 packages it
 (v0.5.2, the version podman 4.3 vendors): cdi.ReadSpec with the JSON schema validator, then a
 registry over the spec directory and InjectDevices into an empty OCI spec, as runtimes do.

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "tests" / "fixtures"))
 
 def code_ids():
     ids = set()
-    for f in sorted((REPO / "src").glob("doctor*.c")):
+    for f in sorted((REPO / "src" / "doctor").glob("*.c")):
         text = f.read_text()
         # rdp_doctor_add(r, RDP_GROUP_X, "id", ...) and the pod group's `const char *id = "..."`
         ids |= set(re.findall(r'rdp_doctor_add\(\s*\w+,\s*RDP_GROUP_\w+,\s*"(%s)"' % ID_RE, text))

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The pod group of `rdma-dp doctor` (src/doctor-pod.c) on proc trees made by
+"""The pod group of `rdma-dp doctor` (src/doctor/doctor-pod.c) on proc trees made by
 tests/fixtures/podproc.py, through `rdma-dp doctor --pid 1 -o json` (or --pod with the container's roots).
 
 Every check: a healthy tree where it passes, a planted fault where it fails (or warns where

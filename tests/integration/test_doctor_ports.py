@@ -1,4 +1,4 @@
-"""The doctor's "ports" and "congestion" groups (src/doctor-ports.c, src/doctor-congestion.c)
+"""The doctor's "ports" and "congestion" groups (src/doctor/doctor-ports.c, src/doctor/doctor-congestion.c)
 through `rdma-dp doctor --group <group> -o json`, on fixture nodes: the healthy
 dgx-h100 with its config gives only `ok`; each planted fault of tests/fixtures/faults_ports.py
 makes exactly its check fail (or warn, for rate and MTU) and nothing else in the two groups;

@@ -1,5 +1,5 @@
-"""The DRA driver's per-claim CDI specs (src/dra-cdi.c), loaded by the reference CDI library,
-and its ResourceSlices (src/dra-slices.c) for every fixture node.
+"""The DRA driver's per-claim CDI specs (src/dra/dra-cdi.c), loaded by the reference CDI library,
+and its ResourceSlices (src/dra/dra-slices.c) for every fixture node.
 
 tests/tools/dra-render discovers a fixture node and writes the spec of one claim
 (rdma-dp.io-claim_<uid>.json, kind rdma-dp.io/claim, devices "<uid>-<DRA device name>");

@@ -1,6 +1,6 @@
 """The gRPC layer on the wire: Python grpcio (the same HTTP/2 + gRPC rules as kubelet's
 grpc-go) and hand-made hostile peers against tests/tools/grpc-test-server, which serves
-raw-bytes methods through src/grpc.c, src/h2.c and src/event.c.
+raw-bytes methods through src/rpc/grpc.c, src/rpc/h2.c and src/base/event.c.
 
 After every hostile peer the server must still answer a normal call.
 """

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cdi-render [--host-prefix P] SYSFS_ROOT DEV_ROOT OUTDIR CLASS|PREFIX/NAME [UNIT|K=V]...:
- * discovers the (fixture) host and writes OUTDIR/rdma-dp.io-<class>.json with src/cdi.c, one
+ * discovers the (fixture) host and writes OUTDIR/rdma-dp.io-<class>.json with src/cdi/cdi.c, one
  * CDI device per UNIT (rdp_device_unit_id(): "0000:18:00.0", "0000:03:00.0-sf2", "rxe0") with
  * its char devices as nodes, the host's rdma_cm as the top-level node, and every K=V argument
  * (an argument with '=' is an env entry: unit IDs never hold one) in the top-level env.

@@ -3,12 +3,12 @@
  * dra-render: the DRA building blocks on a (fixture) host, for the integration tests.
  *
  *   dra-render spec [--host-prefix P] SYSFS_ROOT DEV_ROOT OUTDIR CLAIM_UID REQUEST=DEVICE...
- *     writes OUTDIR/rdma-dp.io-claim_<uid>.json with src/dra-cdi.c for the results given
+ *     writes OUTDIR/rdma-dp.io-claim_<uid>.json with src/dra/dra-cdi.c for the results given
  *     (DEVICE: a DRA device name, "pci-0000-18-00-0"; REQUEST may be "main/sub"), prints
  *     "written FILE" or "unchanged FILE" then one CDI device ID per line; exit status 1 with
  *     the reason on stderr (an unknown device, a bad UID).
  *   dra-render slices SYSFS_ROOT DEV_ROOT NODE NODE_UID [DRIVER]
- *     prints the node's ResourceSlices (a JSON array, src/dra-slices.c, generation 1) after
+ *     prints the node's ResourceSlices (a JSON array, src/dra/dra-slices.c, generation 1) after
  *     checking each with rdp_dra_slice_check() (exit status 1 and the rule on stderr).
  *   dra-render names SYSFS_ROOT DEV_ROOT
  *     prints "<ibdev> <DRA name>" for every offered device, then "dropped <ibdev>" lines.

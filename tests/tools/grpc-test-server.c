@@ -12,7 +12,7 @@
  *   /test.Test/Stats   unary: "calls=<n> closes=<n> open=<n> conns=<n>"
  *
  * Usage: grpc-test-server SOCKET [MAX_MESSAGE [HANDSHAKE_MS [IDLE_MS]]] (request limit,
- * default 4 MiB; connection timeouts, 0 = none, defaults those of src/grpc.h). Exits 0 on
+ * default 4 MiB; connection timeouts, 0 = none, defaults those of src/rpc/grpc.h). Exits 0 on
  * SIGTERM/SIGINT.
  */
 #include <signal.h>

@@ -22,13 +22,7 @@
 #pragma once
 #include <stdbool.h>
 
-enum rdp_registration_mode {
-	RDP_REGISTRATION_AUTO, /* kubelet.sock when present, else the plugin watcher */
-	RDP_REGISTRATION_KUBELET_SOCK, /* Register on <root>/device-plugins/kubelet.sock */
-	RDP_REGISTRATION_PLUGINS_REGISTRY, /* sockets in <root>/plugins_registry */
-};
-
-#define RDP_DEFAULT_KUBELET_ROOT "/var/lib/kubelet"
+#include "registration.h"
 
 struct rdp_daemon_options {
 	const char *config_file; /* RDP_DEFAULT_CONFIG_FILE when NULL */
@@ -47,13 +41,8 @@ struct rdp_daemon_options {
 	const char *metrics_address;
 };
 
-#define RDP_DEFAULT_CDI_SPEC_DIR "/var/run/cdi"
 /* The port the DaemonSet serves the metrics endpoint on (hostNetwork: one per node). */
 #define RDP_DEFAULT_METRICS_PORT 9470
-
-const char *rdp_registration_mode_name(enum rdp_registration_mode m);
-/* Parses "auto", "kubelet-sock", "plugins-registry". Returns 0 or -EINVAL. */
-int rdp_registration_mode_from_string(const char *s, enum rdp_registration_mode *ret);
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit code: 0, or 1 when it cannot start. */
 int rdp_daemon_run(const struct rdp_daemon_options *o);

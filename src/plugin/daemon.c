@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "cdi.h"
 #include "config.h"
 #include "device.h"
 #include "diag.h"
@@ -86,36 +87,6 @@ struct daemon {
 	struct rdp_fabric_targets *fabric; /* of the last model; a scrape takes a reference */
 	uint64_t scrape_errors_logged; /* digest of the read errors last logged */
 };
-
-const char *rdp_registration_mode_name(enum rdp_registration_mode m)
-{
-	switch (m) {
-	case RDP_REGISTRATION_KUBELET_SOCK:
-		return "kubelet-sock";
-	case RDP_REGISTRATION_PLUGINS_REGISTRY:
-		return "plugins-registry";
-	case RDP_REGISTRATION_AUTO:
-		break;
-	}
-	return "auto";
-}
-
-int rdp_registration_mode_from_string(const char *s, enum rdp_registration_mode *ret)
-{
-	static const enum rdp_registration_mode all[] = {
-		RDP_REGISTRATION_AUTO,
-		RDP_REGISTRATION_KUBELET_SOCK,
-		RDP_REGISTRATION_PLUGINS_REGISTRY,
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
-		if (strcmp(s, rdp_registration_mode_name(all[i])) == 0) {
-			*ret = all[i];
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
 
 static void log_diags(const struct rdp_diags *diags, const char *event)
 {

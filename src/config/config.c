@@ -22,7 +22,6 @@
 #include "macro.h"
 #include "quote.h"
 #include "selector.h"
-#include "workload-env.h"
 
 #define PATH_LEN 512
 #define MAX_STRING 256 /* bytes in one name or ID: anything longer is a mistake */
@@ -951,6 +950,29 @@ static bool parse_mode(struct ctx *c, json_t *v, const char *p, enum rdp_resourc
 }
 
 static const char *const env_from_names[] = { "NCCL_IB_HCA", "UCX_NET_DEVICES", NULL };
+
+int rdp_env_resource_var(const char *full_name, char *buf, size_t size)
+{
+	static const char prefix[] = "RDMA_DEVICE_";
+	size_t n = strlen(full_name), k = sizeof(prefix) - 1;
+
+	if (!n)
+		return -EINVAL;
+	if (k + n + 1 > size || k + n > RDP_ENV_RESOURCE_VAR_MAX - 1)
+		return -ENOBUFS;
+	memcpy(buf, prefix, k);
+	for (size_t i = 0; i < n; i++) {
+		char ch = full_name[i];
+
+		if (ch >= 'a' && ch <= 'z')
+			ch = (char)(ch - 'a' + 'A');
+		else if (!((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')))
+			ch = '_';
+		buf[k + i] = ch;
+	}
+	buf[k + n] = '\0';
+	return (int)(k + n);
+}
 
 const char *rdp_env_from_name(unsigned int bit)
 {

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "daemon.h"
+#include "registration.h"
 #include "status.h"
 
 /*

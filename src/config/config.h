@@ -91,6 +91,15 @@ enum {
 /* The variable name of one RDP_ENV_* bit ("NCCL_IB_HCA"); NULL for anything else. */
 const char *rdp_env_from_name(unsigned int bit);
 
+/* "RDMA_DEVICE_" + the longest full resource name (prefix "/" name) + NUL. */
+#define RDP_ENV_RESOURCE_VAR_MAX (12 + RDP_RESOURCE_PREFIX_MAX + 1 + RDP_RESOURCE_NAME_MAX + 1)
+/*
+ * Writes "RDMA_DEVICE_<RESOURCE>" for full_name ("rdma/hca_shared_devices_a" ->
+ * "RDMA_DEVICE_RDMA_HCA_SHARED_DEVICES_A"). Returns its length, -EINVAL for an empty name,
+ * -ENOBUFS when it does not fit in size bytes.
+ */
+int rdp_env_resource_var(const char *full_name, char *buf, size_t size);
+
 /*
  * One entry of "env": a constant variable every container given the resource gets.
  * name matches [A-Za-z_][A-Za-z0-9_]* (at most RDP_ENV_NAME_MAX bytes), value has no NUL,

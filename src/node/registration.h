@@ -23,6 +23,18 @@
 
 struct rdp_event;
 
+enum rdp_registration_mode {
+	RDP_REGISTRATION_AUTO, /* kubelet.sock when present, else the plugin watcher */
+	RDP_REGISTRATION_KUBELET_SOCK, /* Register on <root>/device-plugins/kubelet.sock */
+	RDP_REGISTRATION_PLUGINS_REGISTRY, /* sockets in <root>/plugins_registry */
+};
+
+#define RDP_DEFAULT_KUBELET_ROOT "/var/lib/kubelet"
+
+const char *rdp_registration_mode_name(enum rdp_registration_mode m);
+/* Parses "auto", "kubelet-sock", "plugins-registry". Returns 0 or -EINVAL. */
+int rdp_registration_mode_from_string(const char *s, enum rdp_registration_mode *ret);
+
 #define RDP_API_VERSION "v1beta1"
 /*
  * kubelet creates kubelet.sock a moment before it listens on it (Go's net.Listen binds, then

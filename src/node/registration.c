@@ -231,3 +231,33 @@ void rdp_watcher_dispatch(const struct rdp_watcher_info *info, struct rdp_grpc_c
 		rdp_grpc_call_fail(call, RDP_GRPC_UNIMPLEMENTED, "unknown method");
 	}
 }
+
+const char *rdp_registration_mode_name(enum rdp_registration_mode m)
+{
+	switch (m) {
+	case RDP_REGISTRATION_KUBELET_SOCK:
+		return "kubelet-sock";
+	case RDP_REGISTRATION_PLUGINS_REGISTRY:
+		return "plugins-registry";
+	case RDP_REGISTRATION_AUTO:
+		break;
+	}
+	return "auto";
+}
+
+int rdp_registration_mode_from_string(const char *s, enum rdp_registration_mode *ret)
+{
+	static const enum rdp_registration_mode all[] = {
+		RDP_REGISTRATION_AUTO,
+		RDP_REGISTRATION_KUBELET_SOCK,
+		RDP_REGISTRATION_PLUGINS_REGISTRY,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
+		if (strcmp(s, rdp_registration_mode_name(all[i])) == 0) {
+			*ret = all[i];
+			return 0;
+		}
+	}
+	return -EINVAL;
+}

@@ -32,8 +32,6 @@
 #include "diag.h"
 #include "pool.h"
 
-/* "RDMA_DEVICE_" + the longest full resource name (prefix "/" name) + NUL. */
-#define RDP_ENV_RESOURCE_VAR_MAX (12 + RDP_RESOURCE_PREFIX_MAX + 1 + RDP_RESOURCE_NAME_MAX + 1)
 /* NCCL's MAX_IB_DEVS: it uses at most this many HCAs. */
 #define RDP_ENV_NCCL_MAX_HCAS 32
 
@@ -57,12 +55,6 @@ struct rdp_env {
 	size_t n_traffic_devices; /* devices with a port that carries traffic (NCCL's HCAs) */
 };
 
-/*
- * Writes "RDMA_DEVICE_<RESOURCE>" for full_name ("rdma/hca_shared_devices_a" ->
- * "RDMA_DEVICE_RDMA_HCA_SHARED_DEVICES_A"). Returns its length, -EINVAL for an empty name,
- * -ENOBUFS when it does not fit in size bytes.
- */
-int rdp_env_resource_var(const char *full_name, char *buf, size_t size);
 
 /* True when port p carries traffic as NCCL counts it (ACTIVE/ACTIVE_DEFER, IB or Ethernet). */
 bool rdp_env_port_carries_traffic(const struct rdp_port *p);

@@ -4,7 +4,7 @@
  * (served on each resource's socket), pluginregistration.Registration (served on a
  * plugins_registry socket), v1beta1.Registration/Register (called on kubelet.sock) and the
  * DRA driver's DRAPlugin, v1 and v1beta1 (served on dra.sock; one message set,
- * src/proto/dra.proto, serves both). The
+ * src/rpc/proto/dra.proto, serves both). The
  * services, the sockets' server tables, the health probe and the tests all take their paths
  * from here.
  */

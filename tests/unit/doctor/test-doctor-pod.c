@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The pure parts of the pod group of doctor (src/doctor-pod.h): NCCL's list syntax and
+/* The pure parts of the pod group of doctor (src/doctor/doctor-pod.h): NCCL's list syntax and
  * matching, and the procfs parsers. */
 #include <errno.h>
 #include <stdint.h>

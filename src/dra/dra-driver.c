@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "daemon.h"
+#include "cdi.h"
 #include "discovery.h"
 #include "dra-claims.h"
 #include "dra-prepare.h"

@@ -12,29 +12,6 @@
 #include "alloc.h"
 #include "macro.h"
 
-int rdp_env_resource_var(const char *full_name, char *buf, size_t size)
-{
-	static const char prefix[] = "RDMA_DEVICE_";
-	size_t n = strlen(full_name), k = sizeof(prefix) - 1;
-
-	if (!n)
-		return -EINVAL;
-	if (k + n + 1 > size || k + n > RDP_ENV_RESOURCE_VAR_MAX - 1)
-		return -ENOBUFS;
-	memcpy(buf, prefix, k);
-	for (size_t i = 0; i < n; i++) {
-		char ch = full_name[i];
-
-		if (ch >= 'a' && ch <= 'z')
-			ch = (char)(ch - 'a' + 'A');
-		else if (!((ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')))
-			ch = '_';
-		buf[k + i] = ch;
-	}
-	buf[k + n] = '\0';
-	return (int)(k + n);
-}
-
 bool rdp_env_port_carries_traffic(const struct rdp_port *p)
 {
 	return rdp_port_state_is_active(p->state) &&

@@ -31,6 +31,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Where the container runtimes read CDI specs from by default. */
+#define RDP_DEFAULT_CDI_SPEC_DIR "/var/run/cdi"
+
 #define RDP_CDI_VENDOR "rdma-dp.io"
 #define RDP_CDI_VERSION "0.5.0"
 #define RDP_CDI_DEFAULT_PREFIX "rdma" /* resources of this prefix keep their name as class */
