@@ -1084,27 +1084,21 @@ int rdp_grpc_server_add_memory_conn(struct rdp_grpc_server *s, struct rdp_h2 **r
 	return 0;
 }
 
-static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_grpc_server *s = userdata;
-	int i;
+	struct conn *conn;
 
-	for (i = 0; i < MAX_ACCEPT_PER_EVENT; i++) {
-		struct conn *conn;
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (cfd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-				return 0;
-			return -errno; /* EMFILE and friends: recorded; the loop goes on */
-		}
-		if (s->n_conns >= s->limits.max_connections) {
-			close(cfd); /* over the limit: the peer sees EOF at once */
-			continue;
-		}
-		(void)conn_new(s, cfd, &conn);
+	if (s->n_conns >= s->limits.max_connections) {
+		close(cfd); /* over the limit: the peer sees EOF at once */
+		return;
 	}
-	return 0;
+	(void)conn_new(s, cfd, &conn);
+}
+
+static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	return rdp_accept_each(fd, MAX_ACCEPT_PER_EVENT, on_conn, userdata);
 }
 
 int rdp_grpc_server_new(struct rdp_event *e, const char *path, const struct rdp_grpc_method *methods,
