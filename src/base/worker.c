@@ -89,6 +89,19 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+static void call_done(struct rdp_worker *w, struct rdp_worker_job *list, bool cancelled)
+{
+	while (list) {
+		struct rdp_worker_job *job = list;
+
+		list = job->next;
+		job->next = NULL;
+		job->state = RDP_WORKER_JOB_IDLE;
+		w->pending--;
+		job->done(job, cancelled); /* may free job, or submit it again */
+	}
+}
+
 /* Loop side: the done()s of the finished jobs, in order; then, when stopping, the queued ones. */
 static void run_done(struct rdp_worker *w, bool cancel_queued)
 {
@@ -97,29 +110,13 @@ static void run_done(struct rdp_worker *w, bool cancel_queued)
 	pthread_mutex_lock(&w->lock);
 	list = list_take_all(&w->done);
 	pthread_mutex_unlock(&w->lock);
-	while (list) {
-		struct rdp_worker_job *job = list;
-
-		list = job->next;
-		job->next = NULL;
-		job->state = RDP_WORKER_JOB_IDLE;
-		w->pending--;
-		job->done(job, false); /* may free job, or submit it again */
-	}
+	call_done(w, list, false);
 	if (!cancel_queued)
 		return;
 	pthread_mutex_lock(&w->lock);
 	list = list_take_all(&w->queue);
 	pthread_mutex_unlock(&w->lock);
-	while (list) {
-		struct rdp_worker_job *job = list;
-
-		list = job->next;
-		job->next = NULL;
-		job->state = RDP_WORKER_JOB_IDLE;
-		w->pending--;
-		job->done(job, true);
-	}
+	call_done(w, list, true);
 }
 
 static int on_wake(struct rdp_event_source *s, int fd, uint32_t revents, void *userdata)
