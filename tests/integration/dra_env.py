@@ -44,13 +44,17 @@ def _now():
 
 
 def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NODE,
-               pod=None, allocated=True, device_class="rdma-nic"):
+               pod=None, allocated=True, device_class="rdma-nic", admin=False):
     """A resource.k8s.io/v1 ResourceClaim as the scheduler leaves it: spec.devices.requests
     (one `exactly` request per distinct request name, count = its devices),
     status.allocation.devices.results [{request, driver, pool, device}], a nodeSelector for
     the node, and status.reservedFor the pod. devices: [(request, pool, device)] or
     [(request, pool, device, driver)] to mix drivers (e.g. a GPU and a NIC).
-    pod: (name, uid) or None for a generated one. allocated=False: no status."""
+    pod: (name, uid) or None for a generated one. allocated=False: no status.
+    admin=True: an admin-access claim (DRAAdminAccess, GA in 1.36): every request has
+    exactly.adminAccess and every result adminAccess: true, as the scheduler writes them; the
+    API server wants its namespace labelled resource.kubernetes.io/admin-access=true
+    (fake_apiserver.put_claim checks it)."""
     uid = uid or str(uuid.uuid4())
     pod = pod or ("pod-" + name, str(uuid.uuid4()))
     results, counts = [], {}
@@ -58,6 +62,8 @@ def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NOD
         req, pool, dev = d[:3]
         drv = d[3] if len(d) > 3 else driver
         results.append({"request": req, "driver": drv, "pool": pool, "device": dev})
+        if admin:
+            results[-1]["adminAccess"] = True
         counts[req] = counts.get(req, 0) + 1
     claim = {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -65,7 +71,8 @@ def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NOD
                      "finalizers": ["resource.kubernetes.io/delete-protection"]},
         "spec": {"devices": {"requests": [
             {"name": r, "exactly": {"deviceClassName": device_class,
-                                    "allocationMode": "ExactCount", "count": n}}
+                                    "allocationMode": "ExactCount", "count": n,
+                                    **({"adminAccess": True} if admin else {})}}
             for r, n in counts.items()]}},
         "status": {},
     }

@@ -712,6 +712,7 @@ class FakeAPIServer:
         self.nodes = {}
         self._slices = {}
         self._claims = {}
+        self._ns_labels = {}
         self._tokens = {}  # token -> expiry (monotonic) or None
         self.token_dir = self.dir / "serviceaccount"
         self.token_file = self.token_dir / "token"
@@ -927,12 +928,31 @@ class FakeAPIServer:
             m["generation"] = 1
         m["resourceVersion"] = self._next_rv()
 
+    ADMIN_LABEL = "resource.kubernetes.io/admin-access"
+
+    def label_namespace(self, namespace, labels):
+        """Sets a namespace's labels (test API; namespaces exist implicitly)."""
+        with self._lock:
+            self._ns_labels[namespace] = dict(labels)
+
     def put_claim(self, claim):
         """Creates or replaces a ResourceClaim (test API); uid/creationTimestamp are kept when
-        given; resourceVersion is set. Returns a copy."""
+        given; resourceVersion is set. Returns a copy. As the 1.36+ API server
+        (pkg/registry/resource/resourceclaim strategy, DRAAdminAccess): a claim with an
+        admin-access request or result is refused (ValueError) unless its namespace carries the
+        label resource.kubernetes.io/admin-access=true."""
         with self._lock:
             c = json.loads(json.dumps(claim))
             m = c.setdefault("metadata", {})
+            reqs = ((c.get("spec") or {}).get("devices") or {}).get("requests") or []
+            res = ((((c.get("status") or {}).get("allocation") or {}).get("devices") or {})
+                   .get("results") or [])
+            admin = any((r.get("exactly") or {}).get("adminAccess") for r in reqs) or \
+                any(r.get("adminAccess") for r in res)
+            ns = m.get("namespace", "default")
+            if admin and self._ns_labels.get(ns, {}).get(self.ADMIN_LABEL) != "true":
+                raise ValueError("admin access to devices requires the `%s: true` label on "
+                                 "the containing namespace %s" % (self.ADMIN_LABEL, ns))
             c.setdefault("apiVersion", GROUP + "/v1")
             c.setdefault("kind", "ResourceClaim")
             m.setdefault("namespace", "default")
