@@ -104,7 +104,8 @@ class DraDaemon(kl.Daemon):
 
 class DraEnv:
     def __init__(self, binary, fixtures, node=NODE, wipe_delay=dra_kubelet.WIPE_DELAY,
-                 start_kubelet=True, prefix="rdpdra", node_uid=None):
+                 start_kubelet=True, prefix="rdpdra", node_uid=None, kubelet_version="1.35",
+                 health_gate=None):
         self.binary = binary
         self.fixtures = pathlib.Path(fixtures) if fixtures else None
         self.node = node
@@ -116,7 +117,8 @@ class DraEnv:
         self.api = fake_apiserver.FakeAPIServer(node=node, node_uid=node_uid,
                                                 workdir=self.dir / "api").start()
         self.kubelet = dra_kubelet.DRAKubelet(self.root, node=node, api=self.api,
-                                              wipe_delay=wipe_delay)
+                                              wipe_delay=wipe_delay, version=kubelet_version,
+                                              health_gate=health_gate)
         if start_kubelet:
             self.kubelet.start()
         self.daemons = []

@@ -28,6 +28,16 @@ and pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, manager.go:
     answered, no unknown UID, no per-claim error (kubelet's messages).
   - restart(): drops every registration and connection, wipes as at start, starts again (the
     sockets still in plugins_registry register again).
+  - device health (KEP-4680), by kubelet version (version=...; default "1.35"):
+    1.34/1.35 open /v1alpha1.DRAResourceHealth/NodeWatchResources only with the
+    ResourceHealthStatus gate on (health_gate=True; alpha, off by default), whatever the plugin
+    listed; 1.36 (gate on by default) only when "v1alpha1.DRAResourceHealth" is listed in
+    supported_versions; 1.37 picks by its own preference among those listed (pickHealthService:
+    "v1.DRAResourceHealth", then "v1alpha1.DRAResourceHealth"), independent of the plugin's
+    order. The stream is opened when the plugin registers and again 5 s after it ends
+    (wait.UntilWithContext); each response is the complete list; a device's status is what it
+    last reported, Unknown once last_updated_time + health_check_timeout_seconds (<= 0: 30 s)
+    has passed or before any report (device_health()).
 """
 import os
 import pathlib
@@ -47,6 +57,13 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
 SERVICES_SUPPORTED_BY_KUBELET = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+HEALTH_SERVICES_BY_VERSION = {    # kubelet's healthServicesSupportedByKubelet, preferred first
+    "1.34": [], "1.35": [], "1.36": ["v1alpha1.DRAResourceHealth"],
+    "1.37": ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]}
+HEALTH_PATH = {"v1.DRAResourceHealth": "/v1.DRAResourceHealth/NodeWatchResources",
+               "v1alpha1.DRAResourceHealth": "/v1alpha1.DRAResourceHealth/NodeWatchResources"}
+HEALTH_RETRY = 5.0               # wait.UntilWithContext period of the stream loop
+HEALTH_DEFAULT_TIMEOUT = 30.0    # kubelet's default health_check_timeout
 SERVICE_PATH = {"v1.DRAPlugin": "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/",
                 "v1beta1.DRAPlugin": "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"}
 CALL_TIMEOUT = 45.0      # defaultClientCallTimeout
@@ -71,6 +88,34 @@ def dra_protos():
         _dra_pb = dra_pb2
     return _dra_pb
 
+
+_health_pb = None
+
+
+def health_protos():
+    """drahealth_pb2 from src/rpc/proto/drahealth.proto (one message set for v1alpha1 and v1),
+    generated once per process."""
+    global _health_pb
+    if _health_pb is None:
+        src = REPO / "src" / "rpc" / "proto" / "drahealth.proto"
+        out = tempfile.mkdtemp(dir="/tmp", prefix="rdpdrahealth")
+        subprocess.run(["protoc", "--python_out=" + out, "-I", str(src.parent), str(src)],
+                       check=True)
+        sys.path.insert(0, out)
+        import drahealth_pb2  # noqa: E402
+        _health_pb = drahealth_pb2
+    return _health_pb
+
+
+def pick_health_service(version, supported, gate):
+    """The DRAResourceHealth service a kubelet of that version opens for a plugin listing
+    supported, or None."""
+    if version in ("1.34", "1.35"):
+        return "v1alpha1.DRAResourceHealth" if gate else None
+    if not gate:
+        return None
+    return next((h for h in HEALTH_SERVICES_BY_VERSION.get(version, []) if h in supported),
+                None)
 
 def go_q(items):
     """Go's %q of a []string: ["a" "b"]."""
@@ -100,6 +145,12 @@ class Plugin:
         self.ever_connected = False
         self.time = time.monotonic()
         self.closed = False
+        self.health_service = None      # the DRAResourceHealth service opened, or None
+        self.health = {}                # (pool, device) -> (health name, message, updated, timeout)
+        self.health_responses = []      # (monotonic time, [(pool, device, health, message)])
+        self.health_errors = []         # (monotonic time, grpc code name) of ended streams
+        self.health_streams = 0         # streams opened
+        self._health_call = None
         try:  # grpc.NewClient + conn.Connect(): start connecting now
             self.channel._channel.check_connectivity_state(True)
         except Exception:  # noqa: BLE001 - private API missing: the first call connects
@@ -114,6 +165,9 @@ class Plugin:
 
     def close(self):
         self.closed = True
+        c = self._health_call
+        if c is not None:
+            c.cancel()
         self.channel.close()
 
 
@@ -130,7 +184,7 @@ def _claim_msg(pb, c):
 
 class DRAKubelet:
     def __init__(self, root, node="node-a", api=None, wipe_delay=WIPE_DELAY, poll=0.05,
-                 dial_timeout=10, retry=True):
+                 dial_timeout=10, retry=True, version="1.35", health_gate=None):
         """root: kubelet's root dir (plugins_registry/ and plugins/ are created).
         api: a fake_apiserver.FakeAPIServer (kubelet gets its own token there) or None (no
         wiping). wipe_delay: seconds a driver may be unusable before its slices are wiped."""
@@ -150,6 +204,10 @@ class DRAKubelet:
             self.client = fake_apiserver.Client(api.base_url, api.ca_path, token=self.token,
                                                 timeout=10)
         self.wipe_delay = wipe_delay
+        self.version = version
+        # ResourceHealthStatus: alpha (off) in 1.34/1.35, beta (on) since 1.36
+        self.health_gate = (version not in ("1.34", "1.35")) if health_gate is None \
+            else health_gate
         self.poll = poll
         self.dial_timeout = dial_timeout
         self.retry = retry
@@ -426,9 +484,67 @@ class DRAKubelet:
                     self.registrations.append(plugin)
                     self._known.add(plugin.driver)
                 self.cond.notify_all()
+            if plugin is not None:
+                plugin.health_service = pick_health_service(self.version, versions,
+                                                            self.health_gate)
+                if plugin.health_service:
+                    threading.Thread(target=self._health_loop, args=(plugin,),
+                                     daemon=True).start()
             return outcome
         finally:
             ch.close()
+
+    # -- health -----------------------------------------------------------------------------------
+    def _health_loop(self, p):
+        """DRAPluginManager.add's goroutine: NodeWatchResources, again 5 s after it ends."""
+        hpb = health_protos()
+        fn = p.channel.unary_stream(HEALTH_PATH[p.health_service],
+                                    request_serializer=hpb.NodeWatchResourcesRequest
+                                    .SerializeToString,
+                                    response_deserializer=hpb.NodeWatchResourcesResponse
+                                    .FromString)
+        names = {0: "Unknown", 1: "Healthy", 2: "Unhealthy"}
+        while not p.closed and not self._stop.is_set():
+            try:
+                call = fn(hpb.NodeWatchResourcesRequest())
+                p._health_call = call
+                with self.cond:
+                    p.health_streams += 1
+                for resp in call:
+                    now = time.monotonic()
+                    got = []
+                    with self.cond:
+                        for dh in resp.devices:
+                            key = (dh.device.pool_name, dh.device.device_name)
+                            msg = dh.message if len(dh.message) <= 1024 else \
+                                dh.message[:1021] + "..."
+                            p.health[key] = (names.get(dh.health, "Unknown"), msg,
+                                             dh.last_updated_time,
+                                             dh.health_check_timeout_seconds)
+                            got.append((key[0], key[1], names.get(dh.health, "Unknown"), msg))
+                        p.health_responses.append((now, got))
+                        self.cond.notify_all()
+                code = "stream ended"
+            except grpc.RpcError as e:
+                code = str(e.code())
+            with self.cond:
+                p.health_errors.append((time.monotonic(), code))
+                self.cond.notify_all()
+            if p.closed or self._stop.wait(HEALTH_RETRY):
+                return
+
+    def device_health(self, driver, pool, device):
+        """(health, message) as kubelet puts it in allocatedResourcesStatus: the last report,
+        Unknown once it is older than its timeout or when there is none."""
+        p = self.plugin(driver)
+        with self.cond:
+            h = p.health.get((pool, device))
+        if h is None:
+            return ("Unknown", "")
+        timeout = h[3] if h[3] > 0 else HEALTH_DEFAULT_TIMEOUT
+        if time.time() > h[2] + timeout:
+            return ("Unknown", h[1])
+        return (h[0], h[1])
 
     # -- what tests ask ---------------------------------------------------------------------------
     def wait(self, pred, timeout=30, what="condition"):

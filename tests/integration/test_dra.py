@@ -70,7 +70,11 @@ def test_registers_and_publishes_the_pool(env, rdma_dp, fixtures_dir):
     d = start(env)
     p = env.kubelet.plugin(DRIVER)
     assert p.info.type == "DRAPlugin" and p.info.name == DRIVER
-    assert list(p.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    # DRAPlugin first (kubelet 1.34+ takes the first it supports), then DRAResourceHealth in
+    # kubelet 1.37's order of preference (test_dra_health.py)
+    assert list(p.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                               "v1.DRAResourceHealth",
+                                               "v1alpha1.DRAResourceHealth"]
     assert p.info.endpoint == str(env.root / "plugins" / DRIVER / "dra.sock")
     assert p.service == "v1.DRAPlugin"
     slices = env.api.slices(NODE, DRIVER)
