@@ -80,7 +80,7 @@ def test_registers_and_publishes_the_pool(env, rdma_dp, fixtures_dir):
     slices = env.api.slices(NODE, DRIVER)
     assert len(slices) == 1
     s = slices[0]
-    assert s["metadata"]["name"].startswith("node-a-rdma.rdma-dp.io-")
+    assert s["metadata"]["name"].startswith("node-a-rdma.rdma-dp.io-000-")
     assert s["metadata"]["ownerReferences"] == [{
         "apiVersion": "v1", "kind": "Node", "name": NODE, "uid": env.node_uid,
         "controller": True}]
@@ -123,6 +123,25 @@ def test_big_node_is_split_at_128(env, fixtures_dir):
     assert all(len(s["spec"]["devices"]) <= 128 for s in slices)
     assert len(slices) == -(-n // 128) or n <= 128
     assert {s["spec"]["pool"]["resourceSliceCount"] for s in slices} == {len(slices)}
+    stopped_clean(d)
+
+
+def test_split_pool_slices_sort_as_their_devices(env, tmp_path):
+    """The 1.36+ allocator sorts a pool's slices by name and takes the first device that fits
+    (issue 21, point 8): the slice names carry their index ("<node>-<driver>-NNN-" + the
+    server's 5 random characters), so that order is the devices' name order, the driver's
+    preference."""
+    gen = REPO / "tests" / "fixtures" / "gen-fixtures.py"
+    subprocess.run(["/usr/bin/python3", str(gen), "--out", str(tmp_path), "--scale", "300"],
+                   check=True, capture_output=True)
+    d = start(env, tmp_path / "scale-300")
+    slices = env.api.slices(NODE, DRIVER)
+    assert len(slices) == 3
+    by_name = sorted(slices, key=lambda s: s["metadata"]["name"])
+    for i, s in enumerate(by_name):
+        assert s["metadata"]["name"].startswith("%s-%s-%03d-" % (NODE, DRIVER, i))
+    order = [dev["name"] for s in by_name for dev in s["spec"]["devices"]]
+    assert order == sorted(order) and len(order) == 300
     stopped_clean(d)
 
 
