@@ -157,23 +157,25 @@ int cli_next(struct cli_parser *p)
 }
 
 /*
- * Prints text with the cursor at column col: words up to HELP_COLS on a line, continuation
- * lines indented to col, a new line at each '\n' (a final one adds none; "\n\n" leaves an
- * empty line). A word wider than the room has a line alone.
+ * Prints text wrapped: words up to HELP_COLS on a line, a new line at each '\n' (a final one
+ * adds none; "\n\n" leaves an empty line), spaces at the start of a line dropped. The first
+ * line goes pad columns on from where the cursor is, the others start at column col. A word
+ * wider than the room has a line alone. No line ends in a space.
  */
-static void print_wrapped(FILE *f, const char *text, int col)
+static void print_wrapped(FILE *f, const char *text, int pad, int col)
 {
 	int room = HELP_COLS - col < HELP_TEXT_MIN ? HELP_TEXT_MIN : HELP_COLS - col;
 	const char *s = text;
-	bool first = true;
 
 	for (;;) {
 		const char *end = s + strcspn(s, "\n");
 
 		do {
-			const char *e = s, *w = s;
+			const char *e, *w;
 
-			while (w < end) {
+			while (s < end && *s == ' ')
+				s++;
+			for (e = w = s; w < end;) {
 				const char *we = w;
 
 				while (we < end && *we != ' ')
@@ -185,10 +187,10 @@ static void print_wrapped(FILE *f, const char *text, int col)
 					we++;
 				w = we;
 			}
-			if (!first && e > s)
-				fprintf(f, "%*s", col, "");
-			fprintf(f, "%.*s\n", (int)(e - s), s);
-			first = false;
+			if (e > s)
+				fprintf(f, "%*s%.*s", pad, "", (int)(e - s), s);
+			fputc('\n', f);
+			pad = col;
 			s = e;
 			while (s < end && *s == ' ')
 				s++;
@@ -207,8 +209,7 @@ void cli_print_row(FILE *f, const char *left, int col, const char *text)
 		fputc('\n', f);
 		len = 0;
 	}
-	fprintf(f, "%*s", col - len, "");
-	print_wrapped(f, text, col);
+	print_wrapped(f, text, col - len, col);
 }
 
 /* "-c, --config-file FILE", "    --use-cdi[=BOOL]" into buf. */
@@ -238,7 +239,7 @@ void cli_print_help(FILE *f, const struct cli_cmd *cmd, const struct cli_opt *op
 		cmd->operand ? cmd->operand : "");
 	if (cmd->about) {
 		fputc('\n', f);
-		print_wrapped(f, cmd->about, 0);
+		print_wrapped(f, cmd->about, 0, 0);
 	}
 	fprintf(f, "\nOptions:\n");
 	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
@@ -255,8 +256,7 @@ void cli_print_help(FILE *f, const struct cli_cmd *cmd, const struct cli_opt *op
 	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
 		for (const struct cli_opt *o = tables[t]; o && !opt_end(o); o++) {
 			if (!o->name) { /* a heading */
-				fputs("  ", f);
-				print_wrapped(f, o->help, 2);
+				print_wrapped(f, o->help, 2, 2);
 			} else if (o->help) {
 				opt_left(o, left, sizeof(left));
 				cli_print_row(f, left, col, o->help);
@@ -264,6 +264,6 @@ void cli_print_help(FILE *f, const struct cli_cmd *cmd, const struct cli_opt *op
 		}
 	if (cmd->epilog) {
 		fputc('\n', f);
-		print_wrapped(f, cmd->epilog, 0);
+		print_wrapped(f, cmd->epilog, 0, 0);
 	}
 }
