@@ -33,7 +33,8 @@ void cli_parser_init(struct cli_parser *p, const struct cli_cmd *cmd, const stru
 	const struct cli_opt *tables[] = {opts, builtin_opts};
 	size_t n = 0, s = 0;
 
-	*p = (struct cli_parser){.cmd = cmd, .opts = opts, .argc = argc, .argv = argv};
+	*p = (struct cli_parser){.cmd = cmd, .opts = opts, .argc = argc, .argv = argv,
+				 .out = stdout, .err = stderr};
 	p->shortopts[s++] = ':'; /* a missing argument returns ':'; getopt prints nothing */
 	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
 		for (const struct cli_opt *o = tables[t]; o && !opt_end(o); o++) {
@@ -78,9 +79,9 @@ static int option_error(const struct cli_parser *p, int c)
 	else
 		snprintf(buf, sizeof(buf), "%s", word);
 	if (c == ':')
-		fprintf(stderr, "rdma-dp %s: option '%s' needs an argument\n", cmd, buf);
+		fprintf(p->err, "rdma-dp %s: option '%s' needs an argument\n", cmd, buf);
 	else
-		fprintf(stderr, "rdma-dp %s: unknown option '%s' (see 'rdma-dp %s --help')\n", cmd,
+		fprintf(p->err, "rdma-dp %s: unknown option '%s' (see 'rdma-dp %s --help')\n", cmd,
 			buf, cmd);
 	return 2;
 }
@@ -98,10 +99,10 @@ static int check_operands(struct cli_parser *p)
 	if (!p->cmd->operand && left <= 0)
 		return 0;
 	if (p->cmd->operand)
-		fprintf(stderr, "rdma-dp %s: expected one %s (see 'rdma-dp %s --help')\n", cmd,
+		fprintf(p->err, "rdma-dp %s: expected one %s (see 'rdma-dp %s --help')\n", cmd,
 			p->cmd->operand, cmd);
 	else
-		fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see 'rdma-dp %s --help')\n",
+		fprintf(p->err, "rdma-dp %s: unexpected argument '%s' (see 'rdma-dp %s --help')\n",
 			cmd, p->argv[optind], cmd);
 	p->exit = 2;
 	return -1;
@@ -122,7 +123,7 @@ int cli_next(struct cli_parser *p)
 	int c;
 
 	if (p->too_many) {
-		fprintf(stderr, "rdma-dp %s: more than %d options in the table\n", p->cmd->name,
+		fprintf(p->err, "rdma-dp %s: more than %d options in the table\n", p->cmd->name,
 			CLI_OPTS_MAX);
 		p->exit = 70; /* EX_SOFTWARE */
 		return -1;
@@ -138,12 +139,12 @@ int cli_next(struct cli_parser *p)
 			return -1;
 		}
 		if (o == &builtin_opts[0]) {
-			cli_print_help(stdout, p->cmd, p->opts);
+			cli_print_help(p->out, p->cmd, p->opts);
 			p->exit = 0;
 			return -1;
 		}
 		if (o == &builtin_opts[1]) {
-			cli_print_version();
+			fprintf(p->out, "rdma-dp %s\n", RDP_VERSION);
 			p->exit = 0;
 			return -1;
 		}

@@ -66,6 +66,7 @@ struct cli_parser {
 	const char *arg;     /* the last option's argument; NULL when it has none */
 	const char *operand; /* after cli_next() returned 0: the operand of a command taking one */
 	int exit;            /* after cli_next() returned < 0: what the command returns */
+	FILE *out, *err;     /* stdout and stderr, unless changed after init */
 	bool too_many;       /* from init: the table does not fit */
 	struct option longopts[CLI_OPTS_MAX + 3];
 	const struct cli_opt *opt_of[CLI_OPTS_MAX + 2]; /* the row of each longopts[] */
