@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet as K  # noqa: E402
 from hostile import HostileLoad, vmhwm_kib  # noqa: E402  (the load, shared with make bench)
-from test_serve import CONFIGS, Env  # noqa: E402
+from test_serve import CONFIGS, env  # noqa: E402,F401
 
 LIMIT_KIB = 8 * 1024
 RESOURCES = ["rdma/compute_ib", "rdma/storage_roce", "rdma/compute_ib_numa0",
@@ -29,13 +29,6 @@ RESOURCES = ["rdma/compute_ib", "rdma/storage_roce", "rdma/compute_ib_numa0",
 
 pytestmark = pytest.mark.skipif(
     K.sanitized(), reason="ASan's shadow memory and quarantine make VmHWM meaningless")
-
-
-@pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
 
 
 def test_peak_rss_under_hostile_requests(env):
