@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
 """A fake kubelet (device manager + plugin watcher) in Python grpcio, and a runner for
-`rdma-dp serve`, for the integration tests and the demo.
+`rdma-dp serve`, for the integration tests and the demo. The pieces other stand-ins and every
+daemon test share are here: PluginWatcher (kubelet's plugin manager, also dra_kubelet's),
+Process (a child daemon and its log, also dra_env's), TestEnv (a daemon test's environment;
+conftest's make_env fixture makes and closes them), grpc_service/serve_unix/
+plugin_registration (the servers of stand-in plugins).
 
 Run with Debian's /usr/bin/python3 (python3-grpcio, python3-protobuf).
 
@@ -1008,11 +1012,12 @@ class TestEnv:
         return sysfsgen.copy_node(self.node_dir(node), self.dir / pathlib.Path(node).name)
 
     def daemon(self, config, node="seed000", registration=None, verbose=True, extra=(),
-               sysfs=None, dev=None, kubelet_root=None, wrapper=()):
+               sysfs=None, dev=None, kubelet_root=None, wrapper=(), binary=None):
         """`rdma-dp serve` on a fixture node (node(); sysfs, dev override its trees) with
-        the kubelet root (or kubelet_root, e.g. another view of it)."""
+        the kubelet root (or kubelet_root, e.g. another view of it); wrapper, binary: see
+        Daemon (valgrind runs another build of the binary)."""
         n = self.node_dir(node)
-        d = Daemon(self.binary, config=config, sysfs=sysfs or n / "sys", dev=dev or n / "dev",
+        d = Daemon(binary or self.binary, config=config, sysfs=sysfs or n / "sys", dev=dev or n / "dev",
                    kubelet_root=kubelet_root or self.root, registration=registration,
                    verbose=verbose, extra=extra, wrapper=wrapper)
         self.daemons.append(d)
