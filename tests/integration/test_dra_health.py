@@ -33,8 +33,8 @@ PORTPOLL = (REPO / "src" / "host" / "portpoll.h").exists()
 def make_env(rdma_dp, fixtures_dir, version, health_gate=None):
     e = dra_env.DraEnv(rdma_dp, fixtures_dir, wipe_delay=2, kubelet_version=version,
                        health_gate=health_gate)
-    e.node_dir = e.dir / "node"
-    sysfsgen.copy_node(fixtures_dir / "dgx-h100", e.node_dir)
+    e.node_copy = e.dir / "node"
+    sysfsgen.copy_node(fixtures_dir / "dgx-h100", e.node_copy)
     return e
 
 
@@ -46,7 +46,7 @@ def env37(rdma_dp, fixtures_dir):
 
 
 def start(env):
-    d = env.driver(env.node_dir)
+    d = env.driver(env.node_copy)
     p = env.kubelet.wait_registered(DRIVER, timeout=30)
     d.wait_log("event=slices-published", timeout=30)
     return d, p
@@ -89,7 +89,7 @@ def test_1_37_streams_v1_and_a_port_change_within_1s(env37):
 
     # mlx5_0's only port goes down: Unhealthy, naming the port and its state, within 1 s
     n = len(p.health_responses)
-    sysfsgen.set_port_state(env.node_dir / "sys", "mlx5_0", 1, "DOWN")
+    sysfsgen.set_port_state(env.node_copy / "sys", "mlx5_0", 1, "DOWN")
     t0 = time.monotonic()
     if not PORTPOLL:
         d.signal(signal.SIGHUP)
@@ -104,14 +104,14 @@ def test_1_37_streams_v1_and_a_port_change_within_1s(env37):
 
     # INIT is not usable either; then back to ACTIVE
     n = len(p.health_responses)
-    sysfsgen.set_port_state(env.node_dir / "sys", "mlx5_0", 1, "INIT")
+    sysfsgen.set_port_state(env.node_copy / "sys", "mlx5_0", 1, "INIT")
     if not PORTPOLL:
         d.signal(signal.SIGHUP)
     env.kubelet.wait(lambda: any(devs and dict(((x[1], (x[2], x[3])) for x in devs))
                                  .get(MLX5_0) == ("Unhealthy", "port 1 INIT")
                                  for _, devs in p.health_responses[n:]), 5, "INIT")
     n = len(p.health_responses)
-    sysfsgen.set_port_state(env.node_dir / "sys", "mlx5_0", 1, "ACTIVE")
+    sysfsgen.set_port_state(env.node_copy / "sys", "mlx5_0", 1, "ACTIVE")
     t0 = time.monotonic()
     if not PORTPOLL:
         d.signal(signal.SIGHUP)
@@ -127,7 +127,7 @@ def test_1_37_port_change_without_any_signal(env37):
     d, p = start(env)
     env.kubelet.wait(lambda: p.health_responses, 10, "the first health list")
     n = len(p.health_responses)
-    sysfsgen.set_port_state(env.node_dir / "sys", "mlx5_0", 1, "DOWN")
+    sysfsgen.set_port_state(env.node_copy / "sys", "mlx5_0", 1, "DOWN")
     t0 = time.monotonic()
     t = wait_health(env, p, MLX5_0, "Unhealthy", after=n)
     assert t - t0 < 1.0, t - t0
