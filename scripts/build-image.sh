@@ -54,13 +54,16 @@ for p in libc6:libc6 libnghttp2-14:nghttp2 libprotobuf-c1:protobuf-c libjansson4
 	cp "/usr/share/doc/${p%%:*}/copyright" "$doc/licenses/${p#*:}.copyright"
 done
 
+# Bytes of the regular files under a tree, a hard-linked file once (what a layer stores).
+content() { find "$1" -type f -printf '%i %s\n' | sort -u | awk '{s += $2} END {print s + 0}'; }
+
 b="buildah --root $tmp/root --runroot $tmp/runroot --storage-driver vfs"
 tag=localhost/rdma-dp:$version
 $b bud --quiet --timestamp 0 --format oci -f "$src/Containerfile" -t "$tag" "$ctx" >/dev/null
 rm -f "$out"
 $b push --quiet "$tag" "oci-archive:$out:$tag"
 
-files=$(du -cb "$root" | tail -1 | cut -f1)
+files=$(content "$root")
 echo "image: $out ($tag)"
 echo "image: stripped binary $(stat -c %s "$root/rdma-dp") bytes (also /bin/k8s-rdma-shared-dp, a hard link); image content $files bytes uncompressed; archive $(stat -c %s "$out") bytes"
 
@@ -79,6 +82,6 @@ $b bud --quiet --timestamp 0 --format oci --pull=never --build-arg "BASE=$tag" \
 	-f "$src/Containerfile.netop" -t "$ntag" "$nctx" >/dev/null
 rm -f "$netop_out"
 $b push --quiet "$ntag" "oci-archive:$netop_out:$ntag"
-nfiles=$(du -cb "$nroot" | tail -1 | cut -f1)
+nfiles=$(content "$nroot")
 echo "image: $netop_out ($ntag)"
 echo "image: netop variant adds $nfiles bytes uncompressed (busybox-static $(stat -c %s "$busybox") bytes, 4 hard links, its licences); image content $((files + nfiles)) bytes uncompressed; archive $(stat -c %s "$netop_out") bytes"
