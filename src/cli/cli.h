@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Sub-commands of rdma-dp; each parses its own options (getopt_long) and returns an exit code. */
+/* Sub-commands of rdma-dp; each parses its own options (cli-opt.h) and returns an exit code. */
 #pragma once
 
 int cmd_discover(int argc, char **argv);
@@ -17,5 +17,3 @@ int cmd_dra(int argc, char **argv);
  */
 int cmd_shared_dp(int argc, char **argv);
 
-/* Prints "rdma-dp <version>" to stdout; for every sub-command's --version. */
-void cli_print_version(void);
