@@ -40,6 +40,12 @@ static void help(void)
 	       "  -h, --help              show this help\n"
 	       "      --version           show the version\n"
 	       "\n"
+	       "Selector keys match what `rdma-dp discover -o json` shows: `drivers` matches the\n"
+	       "PCI function's driver (`driver`: mlx5_core, as in /sys/bus/pci/drivers) or a soft\n"
+	       "device's RDMA driver (`rdma_driver`: rdma_rxe for soft-RoCE, known by rxe's own\n"
+	       "`parent` attribute and no `device` link; siw for soft-iWARP, by node type RNIC and\n"
+	       "its fixed node_desc), never by the device's name, which `rdma dev set` can change.\n"
+	       "\n"
 	       "Exit status: 0 when the config is valid (warnings included), 1 when it is not or\n"
 	       "the node cannot be read, 2 on a usage error.\n",
 	       RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);

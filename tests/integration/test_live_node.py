@@ -298,3 +298,44 @@ def test_reload_that_starts_selecting_by_netdev_reads_the_gid_table(env):
     d.signal(signal.SIGHUP)
     kl.wait_registered("rdma/lag", units=7, timeout=10)
     d.wait_log("event=pool", "resource=rdma/lag", "devices=mlx5_bond_0")
+
+
+def test_port_state_without_any_event_reaches_kubelet_within_a_second(env):
+    """The kernel sends no uevent for an RDMA port state change, and a port's netdev may be a
+    veth (rxe) or absent (IB without IPoIB): nothing but the port's own `state` file tells. The
+    daemon reads the served ports' state files every 250 ms (portpoll.h), so with
+    `periodicUpdateInterval: 300` and no event at all a DOWN and an ACTIVE reach kubelet within
+    a second; a port of a device no pool selects is not read."""
+    node = copy_node(env, "seed000")
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [seed_resource("a", 10)]})
+    d = env.daemon(cfg, sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered("rdma/a", units=10, healthy=10).client
+    n = len(c.snapshots)
+    for state, want in (("DOWN", "Unhealthy"), ("ACTIVE", "Healthy"), ("INIT", "Unhealthy"),
+                        ("ACTIVE", "Healthy")):
+        m = d.mark()
+        sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, state)
+        timed_snapshot(c, lambda s: health(s) == {want}, "port %s" % state)
+        line = d.wait_log("event=port-changed", start=m)
+        assert "port:mlx5_0/1 state" in line, line
+    assert len(c.snapshots) == n + 4
+    assert "why=periodic" not in d.log()
+    assert "event=host-changed" not in d.log()
+
+
+def test_rxe_port_on_a_veth_reaches_kubelet_within_a_second(env):
+    """Soft-RoCE on a veth (the rxe fixture node's rxe0): its port going DOWN, as `ip link set
+    vethA down` does on a real kernel, reaches kubelet within a second without any uevent or
+    link message the daemon would count."""
+    node = copy_node(env, "rxe")
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [
+        {"resourceName": "soft", "rdmaHcaMax": 4, "selectors": {"linkTypes": ["ether"]}}]})
+    d = env.daemon(cfg, sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered("rdma/soft", units=4, healthy=4).client
+    sysfsgen.set_port_state(node / "sys", "rxe0", 1, "DOWN")
+    timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "rxe0 port DOWN")
+    sysfsgen.set_port_state(node / "sys", "rxe0", 1, "ACTIVE")
+    timed_snapshot(c, lambda s: health(s) == {"Healthy"}, "rxe0 port ACTIVE")
+    assert "why=periodic" not in d.log()
