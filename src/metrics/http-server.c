@@ -1001,29 +1001,23 @@ static void send_full(int fd)
 	close(fd);
 }
 
-static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_http_server *s = userdata;
-	int i;
+	struct conn *c;
 
-	for (i = 0; i < MAX_ACCEPT_PER_EVENT; i++) {
-		struct conn *c;
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (cfd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-				return 0;
-			return -errno; /* EMFILE and friends: recorded; the loop goes on */
-		}
-		if (s->n_conns >= s->limits.max_connections) {
-			s->stats.rejected_full++;
-			send_full(cfd);
-			continue;
-		}
-		if (conn_new(s, cfd, &c) == 0)
-			s->stats.accepted++;
+	if (s->n_conns >= s->limits.max_connections) {
+		s->stats.rejected_full++;
+		send_full(cfd);
+		return;
 	}
-	return 0;
+	if (conn_new(s, cfd, &c) == 0)
+		s->stats.accepted++;
+}
+
+static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	return rdp_accept_each(fd, MAX_ACCEPT_PER_EVENT, on_conn, userdata);
 }
 
 static int server_alloc(struct rdp_event *e, const struct rdp_http_limits *limits,

@@ -1562,19 +1562,25 @@ size_t rdp_dp_service_parked(const struct rdp_dp_service *s)
 	return s->n_parked;
 }
 
-int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
+/* Opens root (NULL: none) in place of the fd in *fdp; the old one stays on failure. */
+static int replace_root(int *fdp, const char *root)
 {
 	int fd = -1, r;
 
-	if (dev_root) {
-		r = rdp_sysfs_open_root(dev_root, &fd);
+	if (root) {
+		r = rdp_sysfs_open_root(root, &fd);
 		if (r < 0)
 			return r;
 	}
-	if (s->dev_fd >= 0)
-		close(s->dev_fd);
-	s->dev_fd = fd;
+	if (*fdp >= 0)
+		close(*fdp);
+	*fdp = fd;
 	return 0;
+}
+
+int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
+{
+	return replace_root(&s->dev_fd, dev_root);
 }
 
 void rdp_dp_service_set_settled(struct rdp_dp_service *s, bool (*settled)(void *userdata),
@@ -1586,17 +1592,7 @@ void rdp_dp_service_set_settled(struct rdp_dp_service *s, bool (*settled)(void *
 
 int rdp_dp_service_set_sysfs_root(struct rdp_dp_service *s, const char *sysfs_root)
 {
-	int fd = -1, r;
-
-	if (sysfs_root) {
-		r = rdp_sysfs_open_root(sysfs_root, &fd);
-		if (r < 0)
-			return r;
-	}
-	if (s->sys_fd >= 0)
-		close(s->sys_fd);
-	s->sys_fd = fd;
-	return 0;
+	return replace_root(&s->sys_fd, sysfs_root);
 }
 
 /*

@@ -429,7 +429,8 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 	return 0;
 }
 
-int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
+/* Packs msg and hands it to send (a message on the stream, or the reply that ends the call). */
+static int call_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg, bool reply)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
@@ -438,9 +439,17 @@ int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage
 	if (!c || !msg)
 		return -EINVAL;
 	r = rdp_pb_pack(msg, &buf, &len);
-	if (r < 0)
+	if (r < 0) {
+		if (reply)
+			(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
 		return r;
-	return rdp_grpc_call_send(c, buf, len);
+	}
+	return reply ? rdp_grpc_call_reply(c, buf, len) : rdp_grpc_call_send(c, buf, len);
+}
+
+int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
+{
+	return call_pb(c, msg, false);
 }
 
 int rdp_grpc_call_fail(struct rdp_grpc_call *c, enum rdp_grpc_code code, const char *message)
@@ -490,18 +499,7 @@ int rdp_grpc_call_reply(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 
 int rdp_grpc_call_reply_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
-	size_t len;
-	int r;
-
-	if (!c || !msg)
-		return -EINVAL;
-	r = rdp_pb_pack(msg, &buf, &len);
-	if (r < 0) {
-		(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
-		return r;
-	}
-	return rdp_grpc_call_reply(c, buf, len);
+	return call_pb(c, msg, true);
 }
 
 void rdp_grpc_call_set_close_cb(struct rdp_grpc_call *c,
@@ -1084,27 +1082,21 @@ int rdp_grpc_server_add_memory_conn(struct rdp_grpc_server *s, struct rdp_h2 **r
 	return 0;
 }
 
-static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_grpc_server *s = userdata;
-	int i;
+	struct conn *conn;
 
-	for (i = 0; i < MAX_ACCEPT_PER_EVENT; i++) {
-		struct conn *conn;
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (cfd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-				return 0;
-			return -errno; /* EMFILE and friends: recorded; the loop goes on */
-		}
-		if (s->n_conns >= s->limits.max_connections) {
-			close(cfd); /* over the limit: the peer sees EOF at once */
-			continue;
-		}
-		(void)conn_new(s, cfd, &conn);
+	if (s->n_conns >= s->limits.max_connections) {
+		close(cfd); /* over the limit: the peer sees EOF at once */
+		return;
 	}
-	return 0;
+	(void)conn_new(s, cfd, &conn);
+}
+
+static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	return rdp_accept_each(fd, MAX_ACCEPT_PER_EVENT, on_conn, userdata);
 }
 
 int rdp_grpc_server_new(struct rdp_event *e, const char *path, const struct rdp_grpc_method *methods,
