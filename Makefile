@@ -35,7 +35,7 @@ check-release:
 # kernel under QEMU (TCG unless the CPU has vmx/svm) with soft-RoCE devices, tests/kernel run
 # inside it against the real /sys and /dev with build-check's rdma-dp. Its kernel and
 # initramfs are cached under ${XDG_CACHE_HOME:-$HOME/.cache}/rdma-dp/kernel. Fails, saying why,
-# when QEMU cannot start; a guest that does not power off within RDP_KERNEL_LIMIT (600 s) fails.
+# when QEMU cannot start; a guest that does not power off within RDP_KERNEL_LIMIT (900 s) fails.
 check-kernel:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
 	cmake --build build-check -j$(JOBS) --target rdma-dp

@@ -6,7 +6,7 @@
 # guest's JUnit file (kernel-junit.xml), its log and the sysfs dump. Environment:
 #   RDP_KERNEL_CACHE   where the kernel and the initramfs are kept (default
 #                      ${XDG_CACHE_HOME:-$HOME/.cache}/rdma-dp/kernel)
-#   RDP_KERNEL_LIMIT   seconds the whole boot may take (default 600): a hung guest fails
+#   RDP_KERNEL_LIMIT   seconds the whole boot may take (default 900): a hung guest fails
 #   RDP_KERNEL_K       a pytest -k expression, to run part of the tests
 #   RDP_KERNEL_MEM     guest memory (default 2G)
 #   RDP_KERNEL_DUMP=1  also dump the real sysfs trees and rdma-core's view (tests/kernel/dumps/)
@@ -16,7 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=$(cd "${1:?usage: run.sh BUILD_DIR [RESULTS_DIR]}" && pwd)
 res=${2:-$build/kernel}
-limit=${RDP_KERNEL_LIMIT:-600}
+mkdir -p "$res" && res=$(cd "$res" && pwd)
+limit=${RDP_KERNEL_LIMIT:-900}
 start=$(date +%s)
 
 sh "$here/install-deps.sh"
@@ -62,6 +63,10 @@ if [ ! -f "$res/rc" ]; then
 	exit 1
 fi
 grep -E '^(rdp-guest|[0-9]+ (passed|failed)|FAILED|ERROR|SKIPPED)|passed|failed' "$res/guest.log" | tail -n 40
+if [ -f "$res/figures.json" ]; then
+	echo "check-kernel: event to kubelet (s), measured in the guest:"
+	sed -n 's/^ *"event \(.*\)": \(.*\),\{0,1\}$/  \1: \2/p' "$res/figures.json" | tr -d ','
+fi
 rc=$(cat "$res/rc")
 echo "check-kernel: kernel $kver, ${accel%% *}, $took s wall (QEMU exit $qrc), pytest exit $rc"
 [ "$rc" = 0 ] || { echo "check-kernel: FAILED (guest log: $res/guest.log)"; exit 1; }

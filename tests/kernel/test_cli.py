@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import sh
+from conftest import save_output, sh
 
 DEVS = {"rxe0": "vethA", "rxe1": "vethB", "rxe2": "eth0"}
 IPV4 = {"rxe0": "10.77.0.1", "rxe1": "10.77.0.2", "rxe2": "10.0.2.15"}
@@ -101,6 +101,7 @@ def test_discover_agrees_with_rdma_core(run):
 def test_discover_table_names_every_device(run):
     r = run("discover")
     assert r.returncode == 0, r.stderr
+    save_output("discover.txt", r.stdout)
     for name, netdev in DEVS.items():
         assert re.search(r"\b%s\b.*\b%s\b" % (name, netdev), r.stdout), r.stdout
 
@@ -113,6 +114,7 @@ def test_topo(run):
         assert name in txt
     r = run("topo")
     assert r.returncode == 0 and "rxe2" in r.stdout, r.stdout + r.stderr
+    save_output("topo.txt", r.stdout)
 
 
 def check(run, tmp_path, selectors, mode=None):
@@ -167,6 +169,8 @@ def test_doctor_on_soft_devices(run, tmp_path):
         {"resourceName": "soft", "rdmaHcaMax": 4, "selectors": {"ifNames": ["vethA", "vethB", "eth0"]}}]}))
     r = run("doctor", "--config-file", p, timeout=120)
     out = r.stdout + r.stderr
+    save_output("doctor.txt", out)
+    save_output("check-config.txt", run("check-config", "-c", p).stdout)
     assert re.search(r"doctor: \d+ checks: 0 fail", out), out
     assert "ok   stack.uverbs" in out, out
     for name in DEVS:
