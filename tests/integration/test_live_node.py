@@ -325,17 +325,26 @@ def test_port_state_without_any_event_reaches_kubelet_within_a_second(env):
 
 
 def test_rxe_port_on_a_veth_reaches_kubelet_within_a_second(env):
-    """Soft-RoCE on a veth (the rxe fixture node's rxe0): its port going DOWN, as `ip link set
-    vethA down` does on a real kernel, reaches kubelet within a second without any uevent or
-    link message the daemon would count."""
+    """Soft-RoCE on a veth (the rxe fixture node's rxe1 on vethA): its port going DOWN, as `ip
+    link set vethA down` does on a real kernel, reaches kubelet within a second without any
+    uevent (the kernel sends none) or link message the daemon counts."""
     node = copy_node(env, "rxe")
     kl = env.start_kubelet()
     cfg = env.config({"periodicUpdateInterval": 300, "configList": [
-        {"resourceName": "soft", "rdmaHcaMax": 4, "selectors": {"linkTypes": ["ether"]}}]})
+        {"resourceName": "soft", "rdmaHcaMax": 4, "selectors": {"ifNames": ["vethA"]}}]})
     d = env.daemon(cfg, sysfs=node / "sys", dev=node / "dev")
     c = kl.wait_registered("rdma/soft", units=4, healthy=4).client
+    d.wait_log("event=pool", "devices=rxe1")
+    m = d.mark()
+    sysfsgen.set_port_state(node / "sys", "rxe1", 1, "DOWN")
+    timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "rxe1 port DOWN")
+    assert "port:rxe1/1 state 1: DOWN" in d.wait_log("event=port-changed", start=m)
+    sysfsgen.set_port_state(node / "sys", "rxe1", 1, "ACTIVE")
+    timed_snapshot(c, lambda s: health(s) == {"Healthy"}, "rxe1 port ACTIVE")
+    # rxe0 is in no pool: its port is not read, a change there sends nothing.
+    n = len(c.snapshots)
     sysfsgen.set_port_state(node / "sys", "rxe0", 1, "DOWN")
-    timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "rxe0 port DOWN")
-    sysfsgen.set_port_state(node / "sys", "rxe0", 1, "ACTIVE")
-    timed_snapshot(c, lambda s: health(s) == {"Healthy"}, "rxe0 port ACTIVE")
+    time.sleep(1.0)
+    assert d.count("event=port-changed", "rxe0") == 0
+    assert len(c.snapshots) == n
     assert "why=periodic" not in d.log()
