@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli-opt.h"
 #include "cli.h"
 
 static const struct {
@@ -27,16 +28,11 @@ static const struct {
 	  "diagnostic: GET an API-server path through the DRA driver's TLS client, print JSON" },
 };
 
-void cli_print_version(void)
-{
-	printf("rdma-dp %s\n", RDP_VERSION);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: rdma-dp [--help] [--version] COMMAND [OPTIONS]\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
+		cli_print_row(f, commands[i].name, 18, commands[i].help);
 	fprintf(f, "\nRun 'rdma-dp COMMAND --help' for the options of a command.\n");
 }
 
