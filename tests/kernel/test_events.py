@@ -72,7 +72,8 @@ def timed(client, action, pred, what, port=None):
 def test_virtio_nic_down_and_up(watched):
     _, _, c = watched
     timed(c, lambda: sh("ip", "link", "set", "eth0", "down"),
-          lambda h: h.get("rxe2") != "Healthy" and h.get("rxe0") == "Healthy", "virtio eth0 down", port="rxe2")
+          lambda h: h.get("rxe2") != "Healthy" and h.get("rxe0") == "Healthy",
+          "virtio eth0 down", port="rxe2")
     timed(c, lambda: sh("ip", "link", "set", "eth0", "up"),
           lambda h: h.get("rxe2") == "Healthy", "virtio eth0 up", port="rxe2")
 
