@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* rdma-dp: the RDMA device plugin for Kubernetes. Dispatches sub-commands, iproute2 style. */
+/*
+ * rdma-dp: the RDMA device plugin for Kubernetes. Dispatches sub-commands, iproute2 style;
+ * called as k8s-rdma-shared-dp (argv[0]), it is the Go plugin's command (cmd-shared-dp.c).
+ */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,8 +40,20 @@ static void usage(FILE *f)
 	fprintf(f, "\nRun 'rdma-dp COMMAND --help' for the options of a command.\n");
 }
 
+/* The Go plugin's binary name: /bin/k8s-rdma-shared-dp in the image (a hard link). */
+#define SHARED_DP_NAME "k8s-rdma-shared-dp"
+
+static bool called_as(const char *argv0, const char *name)
+{
+	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+
+	return argv0 && strcmp(slash ? slash + 1 : argv0, name) == 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 0 && called_as(argv[0], SHARED_DP_NAME))
+		return cmd_shared_dp(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
