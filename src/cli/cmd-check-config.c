@@ -28,7 +28,13 @@ static const struct cli_cmd check_config_cmd = {
 	.name = "check-config",
 	.about = "Validate a config.json of k8s-rdma-shared-dev-plugin and explain, device by "
 		 "device and key by key, what each resource selects on this node.\n",
-	.epilog = "Exit status: 0 when the config is valid (warnings included), 1 when it is not "
+	.epilog = "Selector keys match what `rdma-dp discover -o json` shows: `drivers` matches "
+		  "the PCI function's driver (`driver`: mlx5_core, as in /sys/bus/pci/drivers) or a "
+		  "soft device's RDMA driver (`rdma_driver`: rdma_rxe for soft-RoCE, known by rxe's "
+		  "own `parent` attribute and no `device` link; siw for soft-iWARP, by node type "
+		  "RNIC and its fixed node_desc), never by the device's name, which `rdma dev set` "
+		  "can change.\n\n"
+		  "Exit status: 0 when the config is valid (warnings included), 1 when it is not "
 		  "or the node cannot be read, 2 on a usage error.\n",
 };
 

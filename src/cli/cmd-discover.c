@@ -123,7 +123,7 @@ static int add_row(struct table *t, const struct rdp_device *d, const struct rdp
 			       ? rdp_asprintf("%s:%s", dash(d->vendor), dash(d->device_id))
 			       : rdp_strdup("-");
 	row[COL_CLASS] = rdp_strdup(dash(d->pci_class));
-	row[COL_DRIVER] = rdp_strdup(dash(d->driver));
+	row[COL_DRIVER] = rdp_strdup(dash(d->driver[0] ? d->driver : d->rdma_driver));
 	row[COL_NUMA] = d->numa_node >= 0 ? rdp_asprintf("%d", d->numa_node) : rdp_strdup("-");
 	if (!d->is_vf)
 		row[COL_VF_OF] = rdp_strdup("-");

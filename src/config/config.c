@@ -494,7 +494,9 @@ static char *norm_driver(struct ctx *c, const char *p, const char *s)
 	char b[96];
 
 	if (strlen(s) >= 64 || strpbrk(s, "/ \t\n")) {
-		error_v(c, p, "%s is not a driver name (as in /sys/bus/pci/drivers)", q(s, b));
+		error_v(c, p,
+			"%s is not a driver name (as in /sys/bus/pci/drivers, or rdma_rxe, siw)",
+			q(s, b));
 		return NULL;
 	}
 	return rdp_strdup(s);

@@ -149,6 +149,34 @@ static bool eval_simple(struct eval *ev, enum rdp_sel_key k, const struct rdp_st
 	return ev_end(ev, k, m);
 }
 
+/*
+ * drivers: the PCI function's driver (mlx5_core) or a soft device's RDMA driver (rdma_rxe,
+ * siw: device.h); siw on a NIC has both.
+ */
+static bool eval_drivers(struct eval *ev, const struct rdp_selectors *s,
+			 const struct rdp_device *d)
+{
+	enum rdp_sel_key k = RDP_SEL_DRIVERS;
+	const char *v[2] = {d->driver, d->rdma_driver};
+	bool any = false;
+
+	ev_begin(ev, k);
+	for (size_t i = 0; i < 2; i++)
+		if (*v[i] && strlist_has(&s->drivers, v[i])) {
+			sb_add(&ev->b, "%s in ", v[i]);
+			sb_list(&ev->b, &s->drivers);
+			return ev_end(ev, k, true);
+		}
+	for (size_t i = 0; i < 2; i++)
+		if (*v[i]) {
+			sb_add(&ev->b, "%s%s", any ? "," : "", v[i]);
+			any = true;
+		}
+	sb_add(&ev->b, "%s not in ", any ? "" : "no driver");
+	sb_list(&ev->b, &s->drivers);
+	return ev_end(ev, k, false);
+}
+
 static bool eval_if_names(struct eval *ev, const struct rdp_selectors *s,
 			  const struct rdp_device *d)
 {
@@ -333,7 +361,7 @@ bool rdp_selectors_match(const struct rdp_selectors *s, const struct rdp_device 
 				       "none (no PCI function)"));
 	STEP(s->device_ids.n, eval_simple(&ev, RDP_SEL_DEVICE_IDS, &s->device_ids, d->device_id,
 					  "none (no PCI function)"));
-	STEP(s->drivers.n, eval_simple(&ev, RDP_SEL_DRIVERS, &s->drivers, d->driver, "no driver"));
+	STEP(s->drivers.n, eval_drivers(&ev, s, d));
 	STEP(s->if_names.n, eval_if_names(&ev, s, d));
 	STEP(s->link_types.n, eval_link_types(&ev, s, d));
 	STEP(s->n_pf_names, eval_pf_names(&ev, s, d));

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * doctor, group "congestion": counters.loss. Per port of every RDMA device, the hw_counters
- * that show loss and retries (class/infiniband/<dev>/ports/<p>/hw_counters/<name>, mlx5 names,
- * node_exporter's meanings) are read twice, ctx->interval_ms apart (one sleep for all ports);
+ * that show loss and retries (class/infiniband/<dev>/ports/<p>/hw_counters/<name>: mlx5's names
+ * with node_exporter's meanings, and rxe's) are read twice, ctx->interval_ms apart (one sleep for all ports);
  * a counter that rose is reported with its delta and meaning: fail for the retries that
  * exhausted (NCCL status 12/13), warn for the signs of loss (out of sequence, NAK-sequence,
  * ACK timeouts, ignored CNPs...). Unprivileged: hw_counters are world-readable. Ports with
- * none of the files (rxe, siw, old kernels) skip; an interval of 0 skips the group.
+ * none of the files (siw, old kernels) skip; an interval of 0 skips the group.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,7 +43,27 @@ const struct rdp_loss_counter rdp_loss_counters[] = {
 	{"roce_adp_retrans_to", RDP_CHECK_WARN, "adaptive retransmission timeouts"},
 	{"roce_slow_restart", RDP_CHECK_WARN, "slow restarts of senders after loss"},
 	{"out_of_buffer", RDP_CHECK_WARN, "packets dropped because no receive WQE was posted"},
+	/* rxe's own names (drivers/infiniband/sw/rxe/rxe_hw_counters.c); duplicate_request is
+	 * above, the same name and meaning as mlx5's. */
+	{"retry_exceeded_err", RDP_CHECK_FAIL,
+	 "the requester exhausted its transport retries and its QP went to error: NCCL status "
+	 "12"},
+	{"retry_rnr_exceeded_err", RDP_CHECK_FAIL,
+	 "the requester exhausted its RNR retries and its QP went to error: NCCL status 13"},
+	{"completer_retry_err", RDP_CHECK_WARN,
+	 "the completer's ACK timer expired and requests were resent (retries not yet "
+	 "exhausted)"},
+	{"out_of_seq_request", RDP_CHECK_WARN,
+	 "out-of-sequence requests received: packets lost upstream"},
+	{"rcvd_seq_err", RDP_CHECK_WARN, "NAK-sequence errors received: the peer saw packets lost"},
+	{"rcvd_rnr_err", RDP_CHECK_WARN,
+	 "RNR NAKs received: the responder had no receive buffer posted"},
+	{"send_rnr_err", RDP_CHECK_WARN,
+	 "RNR NAKs sent: this side had no receive buffer posted for a request"},
+	{"send_err", RDP_CHECK_WARN, "packets the driver failed to hand to its netdev"},
 };
+_Static_assert(sizeof(rdp_loss_counters) / sizeof(rdp_loss_counters[0]) <= 32,
+	       "struct sample keeps one bit per counter in a uint32_t");
 const size_t rdp_n_loss_counters = sizeof(rdp_loss_counters) / sizeof(rdp_loss_counters[0]);
 
 #define N_COUNTERS (sizeof(rdp_loss_counters) / sizeof(rdp_loss_counters[0]))
@@ -146,7 +166,7 @@ static int report_port(const struct rdp_doctor_ctx *c, const struct rdp_device *
 		return rdp_doctor_add(r, RDP_GROUP_CONGESTION, "counters.loss", RDP_CHECK_SKIP, subj,
 				      NULL, NULL,
 				      "no loss counter readable under ports/%u/hw_counters (%s): "
-				      "the driver has none (rxe, siw) or the kernel is older than 4.6",
+				      "the driver has none (siw) or the kernel is older than 4.6",
 				      p->num, strerror(s0->err ? s0->err : s1->err));
 	if (st == RDP_CHECK_OK)
 		return rdp_doctor_add(r, RDP_GROUP_CONGESTION, "counters.loss", RDP_CHECK_OK, subj,
@@ -165,6 +185,14 @@ static int report_port(const struct rdp_doctor_ctx *c, const struct rdp_device *
 		snprintf(fix, sizeof(fix),
 			 "enable ECN/DCQCN on the NIC for the RDMA priority (mlnx_qos / the NIC's "
 			 "roce_np/roce_rp ECN settings) and ECN marking on the switches");
+	else if (d->rdma_driver[0])
+		snprintf(fix, sizeof(fix),
+			 "%s runs over %s like any other traffic, without PFC or ECN offload: look "
+			 "for drops there (`ip -s link show %s`, `ethtool -S %s`) and on the path to "
+			 "the peer; lower the load, or use a NIC with RoCE offload",
+			 d->rdma_driver, d->n_netdevs ? d->netdevs[0] : "its netdev",
+			 d->n_netdevs ? d->netdevs[0] : "<netdev>",
+			 d->n_netdevs ? d->netdevs[0] : "<netdev>");
 	else if (p->link_layer == RDP_LINK_ETHER)
 		snprintf(fix, sizeof(fix),
 			 "make the RDMA traffic class lossless: PFC on its priority (and trust "

@@ -6,6 +6,7 @@
  *                    select it but for linkTypes, when no pool does);
  *   port.rate        against the best rate among the ACTIVE ports of the same PCI device ID
  *                    and link layer on the node (a CX-7 at 200 Gb/s beside CX-7s at 400);
+ *                    a device without PCI IDs (rxe, siw) is not compared: skip;
  *   port.roce_gid    RoCE: the netdev's IPv4 address has a RoCE v2 GID (::ffff:a.b.c.d);
  *   port.mtu         RoCE: the netdev's MTU and the RoCE MTU the kernel derives from it.
  *
@@ -146,7 +147,17 @@ static int check_state(const struct rdp_device *d, const struct rdp_port *p, con
 				      "manager has configured the port",
 				      p->state_name, phys);
 	}
-	if (p->link_layer == RDP_LINK_ETHER && d->n_netdevs > 0)
+	if (d->rdma_driver[0] && d->n_netdevs > 0)
+		snprintf(fix, sizeof(fix),
+			 "%s's port follows its netdev: bring %s up and give it a carrier (`ip link "
+			 "set %s up`; `ip link show %s`: a veth needs its peer up too)",
+			 d->rdma_driver, d->netdevs[0], d->netdevs[0], d->netdevs[0]);
+	else if (d->rdma_driver[0])
+		snprintf(fix, sizeof(fix),
+			 "%s's port follows its netdev, which is gone: `rdma link delete %s`, then "
+			 "`rdma link add` it again on an existing netdev",
+			 d->rdma_driver, d->name);
+	else if (p->link_layer == RDP_LINK_ETHER && d->n_netdevs > 0)
 		snprintf(fix, sizeof(fix),
 			 "bring the link up: `ip link set %s up`, then check the cable, "
 			 "transceiver and switch port (`ethtool %s`, `mlxlink -d %s`)",
@@ -175,6 +186,14 @@ static bool in_any_pool(const struct rdp_pools *pools, size_t di)
 {
 	for (size_t i = 0; i < pools->n; i++)
 		if (pool_has(&pools->v[i], di))
+			return true;
+	return false;
+}
+
+static bool any_link_types(const struct rdp_pools *pools)
+{
+	for (size_t i = 0; i < pools->n; i++)
+		if (pools->v[i].res->sel.link_types.n)
 			return true;
 	return false;
 }
@@ -254,10 +273,17 @@ static int check_link_layer(const struct rdp_doctor_ctx *c, size_t di, const str
 			continue;
 		}
 		fmt_link_types(s, lt, sizeof(lt));
-		snprintf(fix, sizeof(fix),
-			 "set the port's link type on the NIC (`mlxconfig -d %s set LINK_TYPE_P%u=%d`, "
-			 "then reset the NIC) or change the linkTypes of resource %s",
-			 pname, p->num, p->link_layer == RDP_LINK_INFINIBAND ? 2 : 1, pool->res->name);
+		if (d->rdma_driver[0])
+			snprintf(fix, sizeof(fix),
+				 "%s's link layer is fixed (%s): change the linkTypes of resource %s",
+				 d->rdma_driver, ll_word(p->link_layer), pool->res->name);
+		else
+			snprintf(fix, sizeof(fix),
+				 "set the port's link type on the NIC (`mlxconfig -d %s set "
+				 "LINK_TYPE_P%u=%d`, then reset the NIC) or change the linkTypes of "
+				 "resource %s",
+				 pname, p->num, p->link_layer == RDP_LINK_INFINIBAND ? 2 : 1,
+				 pool->res->name);
 		if (selected)
 			return rdp_doctor_add(
 				r, RDP_GROUP_PORTS, "port.link_layer", RDP_CHECK_FAIL, subj,
@@ -284,6 +310,10 @@ static int check_link_layer(const struct rdp_doctor_ctx *c, size_t di, const str
 		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.link_layer", RDP_CHECK_OK, subj, NULL,
 				      NULL, "%s, as the linkTypes of %s expect",
 				      ll_word(p->link_layer), ok_pools);
+	if (!any_link_types(c->pools))
+		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.link_layer", RDP_CHECK_OK, subj,
+				      NULL, NULL, "%s (no resource selects by linkTypes)",
+				      ll_word(p->link_layer));
 	return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.link_layer", RDP_CHECK_OK, subj, NULL, NULL,
 			      "%s (no resource with linkTypes selects %s)", ll_word(p->link_layer),
 			      d->name);
@@ -357,6 +387,19 @@ static int check_rate(const struct rdp_doctor_ctx *c, const struct rdp_device *d
 	if (rdp_parse_rate(p->rate, &rt) < 0)
 		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.rate", RDP_CHECK_SKIP, subj, NULL,
 				      NULL, "rate unreadable (\"%s\")", p->rate);
+	/*
+	 * No PCI IDs (rxe, siw): no model whose line rate it should reach; its rate is what
+	 * the driver derives from its netdev's speed (rxe on a veth 10 Gb/s, on virtio-net 2.5),
+	 * so two soft devices are no more alike than their netdevs.
+	 */
+	if (!d->vendor[0] || !d->device_id[0])
+		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.rate", RDP_CHECK_SKIP, subj, NULL,
+				      NULL,
+				      "%s: %s has no PCI device ID (%s), its rate follows its "
+				      "netdev%s%s: not compared with other devices",
+				      p->rate, d->name,
+				      d->rdma_driver[0] ? d->rdma_driver : "a software device",
+				      d->n_netdevs ? " " : "", d->n_netdevs ? d->netdevs[0] : "");
 	best = best_rate(c->sys_fd, c->host, d, p, &brate, &bd, &bport);
 	if (rt.mbps >= best)
 		return rdp_doctor_add(r, RDP_GROUP_PORTS, "port.rate", RDP_CHECK_OK, subj, NULL, NULL,

@@ -20,6 +20,7 @@
 #include "event.h"
 #include "grpc.h"
 #include "hostwatch.h"
+#include "portpoll.h"
 #include "kube-worker.h"
 #include "log.h"
 #include "macro.h"
@@ -58,6 +59,8 @@ struct driver {
 	/* The host model: rescans on the loop (cheap: full discovery only when it moved). */
 	struct rdp_scanner *scanner;
 	struct rdp_hostwatch *hostwatch;
+	/* Every offered port's state (and phys_state) files, as in the device plugin. */
+	struct rdp_portpoll *portpoll;
 	struct rdp_event_source *rescan_src;
 	struct rdp_dra_inventory inv;
 	/* Sockets: registration (plugins_registry) and the DRA service (plugins/<driver>). */
@@ -449,6 +452,30 @@ static int rebuild_inventory(struct driver *d)
 	return 0;
 }
 
+/*
+ * The ports of every device of the model are polled (the kernel sends no event for a port
+ * state change, portpoll.h), and their netdevs' link messages count whatever their kind.
+ */
+static void watch_host(struct driver *d)
+{
+	const struct rdp_host *h = rdp_scanner_host(d->scanner);
+	_cleanup_free_ const char **names = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!h)
+		return;
+	(void)rdp_portpoll_set(d->portpoll, h, NULL);
+	for (size_t i = 0; i < h->n_devices; i++)
+		cap += h->devices[i].n_netdevs;
+	names = rdp_calloc(cap + 1, sizeof(*names));
+	if (!names)
+		return;
+	for (size_t i = 0; i < h->n_devices; i++)
+		for (size_t j = 0; j < h->devices[i].n_netdevs; j++)
+			names[n++] = h->devices[i].netdevs[j];
+	(void)rdp_hostwatch_set_netdevs(d->hostwatch, names, n);
+}
+
 static void rescan(struct driver *d, enum rdp_scan_mode mode, const char *why)
 {
 	int k = rdp_scanner_scan(d->scanner, mode);
@@ -470,6 +497,7 @@ static void rescan(struct driver *d, enum rdp_scan_mode mode, const char *why)
 	}
 	if (!changed)
 		return;
+	watch_host(d);
 	rdp_log(RDP_LOG_INFO, "devices-changed", "offered=%zu why=%s", d->inv.n_devs,
 		rdp_log_q(why));
 	slices_start(d, why);
@@ -481,6 +509,12 @@ static void on_host_change(const char *reason, unsigned int n_events, unsigned i
 	(void)n_events;
 	rescan(userdata, flags & RDP_HOSTWATCH_LOST_EVENTS ? RDP_SCAN_FULL : RDP_SCAN_AUTO,
 	       reason);
+}
+
+static void on_port_change(const char *reason, unsigned int n_changes, void *userdata)
+{
+	(void)n_changes;
+	rescan(userdata, RDP_SCAN_AUTO, reason);
 }
 
 static int on_rescan_timer(struct rdp_event_source *s, void *userdata)
@@ -650,6 +684,10 @@ static int setup(struct rdp_event *e, void *userdata)
 	k = rebuild_inventory(d);
 	if (k < 0)
 		return k;
+	k = rdp_portpoll_new(d->event, o->sysfs_root, 0, on_port_change, d, &d->portpoll);
+	if (k < 0)
+		return k;
+	watch_host(d);
 	for (size_t i = 0; i < d->inv.n_devs; i++) {
 		const struct rdp_device *dev = rdp_dra_dev_device(&d->inv, &d->inv.devs[i]);
 
@@ -773,6 +811,7 @@ static void done(void *userdata)
 	rdp_event_source_free(d->slice_timer);
 	rdp_event_source_free(d->rescan_src);
 	d->hostwatch = rdp_hostwatch_free(d->hostwatch);
+	d->portpoll = rdp_portpoll_free(d->portpoll);
 	rdp_dra_inventory_done(&d->inv);
 	d->scanner = rdp_scanner_free(d->scanner);
 	rdp_kube_config_done(&d->kcfg);

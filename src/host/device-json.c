@@ -90,6 +90,7 @@ json_t *rdp_device_to_json(const struct rdp_device *d)
 	r |= set(o, "device_id", str_or_null(d->device_id));
 	r |= set(o, "class", str_or_null(d->pci_class));
 	r |= set(o, "driver", str_or_null(d->driver));
+	r |= set(o, "rdma_driver", str_or_null(d->rdma_driver));
 	r |= set(o, "netdevs", strv_to_json(d->netdevs, d->n_netdevs));
 	r |= set(o, "numa_node", json_integer(d->numa_node));
 	r |= set(o, "is_vf", json_boolean(d->is_vf));

@@ -84,6 +84,14 @@ struct rdp_device {
 	char device_id[8];                 /* "1021" */
 	char pci_class[8];                 /* "020700": 6 lower-case hex digits, no 0x */
 	char driver[64];                   /* driver of the PCI function: mlx5_core */
+	/*
+	 * The RDMA driver of a soft device, where sysfs tells it: "rdma_rxe" (an ibdev with
+	 * rxe's own `parent` attribute and no `device` link: soft-RoCE) or "siw" (node type
+	 * RNIC with siw's fixed node_desc "Software iWARP stack", or an RNIC with no PCI
+	 * function). "" otherwise (hardware: the PCI function's driver says it). Not the ibdev
+	 * name's prefix: `rdma dev set NAME name NEW` renames any device.
+	 */
+	char rdma_driver[16];
 	char **netdevs;                    /* sorted, n_netdevs entries */
 	size_t n_netdevs;
 	int numa_node;                     /* -1 unknown */

@@ -1020,10 +1020,38 @@ static int find_parent(struct ctx *c, struct rdp_device *d, const char *ibdir, c
 
 /* ---- one device ---- */
 
+/*
+ * siw (soft-iWARP): node type RNIC, and siw's node_desc, which siw gives no way to change
+ * (no modify_device), or no PCI function at all (siw on a netdev without a parent device).
+ * Its `device` link is its netdev's parent, often the NIC's PCI function, whose driver is the
+ * NIC's: only these attributes tell siw from a hardware iWARP device (irdma, cxgb4).
+ */
+static int find_siw(struct ctx *c, struct rdp_device *d, const char *ibdir, bool has_pci)
+{
+	char path[RDP_SYSFS_PATH_MAX], buf[128], name[32];
+	int num, r;
+
+	if (path_fmt(path, sizeof(path), "%s/node_type", ibdir) < 0)
+		return 0;
+	r = rdp_sysfs_read_attr(c->sys, path, buf, sizeof(buf));
+	if (r <= 0 || rdp_parse_state(buf, &num, name, sizeof(name)) < 0 || num != 4)
+		return 0; /* node_type is not judged here: only whether it says RNIC */
+	if (!has_pci) {
+		snprintf(d->rdma_driver, sizeof(d->rdma_driver), "siw");
+		return 0;
+	}
+	if (path_fmt(path, sizeof(path), "%s/node_desc", ibdir) < 0)
+		return 0;
+	r = rdp_sysfs_read_attr(c->sys, path, buf, sizeof(buf));
+	if (r > 0 && strcmp(buf, "Software iWARP stack") == 0)
+		snprintf(d->rdma_driver, sizeof(d->rdma_driver), "siw");
+	return 0;
+}
+
 static int discover_device(struct ctx *c, const char *name, struct rdp_device *d)
 {
 	char class[RDP_SYSFS_PATH_MAX], ibdir[RDP_SYSFS_PATH_MAX], buf[128];
-	char pci[RDP_SYSFS_PATH_MAX], netdir[RDP_SYSFS_PATH_MAX];
+	char pci[RDP_SYSFS_PATH_MAX], netdir[RDP_SYSFS_PATH_MAX], path[RDP_SYSFS_PATH_MAX];
 	int r;
 
 	snprintf(d->name, sizeof(d->name), "%s", name);
@@ -1085,13 +1113,19 @@ static int discover_device(struct ctx *c, const char *name, struct rdp_device *d
 			return r;
 	}
 	/* rxe names its netdev in `parent`. */
-	if (path_fmt(pci, sizeof(pci), "%s/parent", ibdir) >= 0) {
-		r = rdp_sysfs_read_attr(c->sys, pci, buf, sizeof(buf));
+	if (path_fmt(path, sizeof(path), "%s/parent", ibdir) >= 0) {
+		r = rdp_sysfs_read_attr(c->sys, path, buf, sizeof(buf));
 		if (c->rec)
 			c->rec->has_parent = r != -ENOENT;
+		/* rxe's own attribute; with no device link: soft-RoCE (device.h). */
+		if (r != -ENOENT && !*pci && !*netdir)
+			snprintf(d->rdma_driver, sizeof(d->rdma_driver), "rdma_rxe");
 		if (r > 0 && rdp_is_ifname(buf) && (r = add_netdev(d, buf)) < 0)
 			return r;
 	}
+	r = find_siw(c, d, ibdir, *pci != '\0');
+	if (r < 0)
+		return r;
 	if (d->n_netdevs > 1)
 		qsort(d->netdevs, d->n_netdevs, sizeof(*d->netdevs), cmp_str);
 

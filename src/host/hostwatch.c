@@ -78,7 +78,48 @@ struct rdp_hostwatch {
 	size_t n_links, cap_links;
 
 	uint8_t *rtnl_buf; /* RTNL_BUF bytes */
+
+	/* rdp_hostwatch_set_netdevs(): served netdevs, relevant whatever their kind. */
+	char (*netdevs)[IFNAMSIZ];
+	size_t n_netdevs;
 };
+
+int rdp_hostwatch_set_netdevs(struct rdp_hostwatch *w, const char *const *names, size_t n)
+{
+	char(*v)[IFNAMSIZ] = NULL;
+
+	if (!w)
+		return 0;
+	if (n && !names)
+		return -EINVAL;
+	if (n) {
+		v = rdp_calloc(n, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		snprintf(v[i], sizeof(v[i]), "%s", names[i] ? names[i] : "");
+	rdp_free(w->netdevs);
+	w->netdevs = v;
+	w->n_netdevs = n;
+	return 0;
+}
+
+static bool served_netdev(const struct rdp_hostwatch *w, const char *name)
+{
+	for (size_t i = 0; name && name[0] && i < w->n_netdevs; i++)
+		if (strcmp(w->netdevs[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* A link message that may change what is served: see rdp_hostwatch_set_netdevs(). */
+static bool link_relevant(const struct rdp_hostwatch *w, const struct rdp_rtnl_link *l,
+			  const char *known_name)
+{
+	return rdp_rtnl_link_relevant(l) || served_netdev(w, l->ifname) ||
+	       served_netdev(w, known_name);
+}
 
 const char *rdp_hostwatch_source_name(enum rdp_hostwatch_source s)
 {
@@ -376,12 +417,12 @@ static void link_event(struct rdp_hostwatch *w, const struct rdp_rtnl_link *l)
 		if (st) {
 			*st = w->links[--w->n_links];
 			changed(w, "link:%s removed", name);
-		} else if (rdp_rtnl_link_relevant(l)) {
+		} else if (link_relevant(w, l, NULL)) {
 			changed(w, "link:%s removed", name);
 		}
 		return;
 	}
-	if (!rdp_rtnl_link_relevant(l))
+	if (!link_relevant(w, l, st ? st->ifname : NULL))
 		return;
 	if (!st) {
 		if (w->n_links == w->cap_links && w->cap_links < RDP_HOSTWATCH_MAX_LINKS) {
@@ -477,6 +518,7 @@ struct rdp_hostwatch *rdp_hostwatch_free(struct rdp_hostwatch *w)
 		close(w->rtnl_fd);
 	rdp_free(w->links);
 	rdp_free(w->rtnl_buf);
+	rdp_free(w->netdevs);
 	rdp_free(w->dev_root);
 	rdp_free(w->ib_path);
 	rdp_free(w);

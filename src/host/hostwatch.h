@@ -18,7 +18,9 @@
  *             network namespace opens fine but receives no device uevents: the daemon runs
  *             with hostNetwork, where it does.
  *   - rtnl:   rtnetlink link notifications (RTMGRP_LINK): a netdev that may carry RDMA
- *             (Ethernet or IPoIB, not veth/bridge/...: netlink.h) appearing, disappearing,
+ *             (Ethernet or IPoIB, not veth/bridge/...: netlink.h; those kinds come and go
+ *             with every pod, so they count only when rdp_hostwatch_set_netdevs() names
+ *             them: soft-RoCE on a veth, a dummy or a bridge) appearing, disappearing,
  *             being renamed, or changing IFF_UP/IFF_RUNNING/IFF_LOWER_UP, IFLA_OPERSTATE or
  *             IFLA_CARRIER (port state follows carrier for IPoIB and RoCE netdevs).
  *
@@ -38,6 +40,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "event.h"
@@ -104,6 +107,14 @@ const char *rdp_hostwatch_source_name(enum rdp_hostwatch_source s);
  * created, removed or renamed), which lets Allocate skip re-checking them.
  */
 bool rdp_hostwatch_dev_settled(const struct rdp_hostwatch *w);
+
+/*
+ * The netdevs under served RDMA devices (names; copied): their link messages count whatever
+ * their kind (rdp_rtnl_link_relevant() refuses veth, dummy, bridge... which pods create by
+ * the hundred). Replaces the previous list. Returns 0, -ENOMEM (the old list stays) or
+ * -EINVAL. Accepts w NULL (returns 0).
+ */
+int rdp_hostwatch_set_netdevs(struct rdp_hostwatch *w, const char *const *names, size_t n);
 
 /* Messages or inotify events received by a source so far (all, relevant or not). */
 uint64_t rdp_hostwatch_source_received(const struct rdp_hostwatch *w,

@@ -981,6 +981,7 @@ static bool device_equal(const struct rdp_device *a, const struct rdp_device *b)
 	if (strcmp(a->name, b->name) || strcmp(a->pci_address, b->pci_address) ||
 	    strcmp(a->vendor, b->vendor) || strcmp(a->device_id, b->device_id) ||
 	    strcmp(a->pci_class, b->pci_class) || strcmp(a->driver, b->driver) ||
+	    strcmp(a->rdma_driver, b->rdma_driver) ||
 	    a->numa_node != b->numa_node || a->is_vf != b->is_vf || a->vf_index != b->vf_index ||
 	    a->is_sf != b->is_sf || a->sf_num != b->sf_num ||
 	    !!a->pci_path != !!b->pci_path || (a->pci_path && strcmp(a->pci_path, b->pci_path)) ||

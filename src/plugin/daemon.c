@@ -29,6 +29,7 @@
 #include "status.h"
 #include "lock.h"
 #include "hostwatch.h"
+#include "portpoll.h"
 #include "confwatch.h"
 #include "fabric-metrics.h"
 #include "metrics-server.h"
@@ -75,6 +76,8 @@ struct daemon {
 	int status_error; /* the last write error logged, 0 when the last write worked */
 	/* Event-driven: host changes (hostwatch.h) and config file changes (confwatch.h). */
 	struct rdp_hostwatch *hostwatch;
+	/* The served ports' state files, read every RDP_PORTPOLL_INTERVAL_USEC (portpoll.h). */
+	struct rdp_portpoll *portpoll;
 	struct rdp_confwatch *confwatch;
 	uint64_t config_digest; /* of the bytes last loaded (or rejected); 0: none */
 	/* lock.h: one daemon per node; sockets only once it is held */
@@ -172,6 +175,42 @@ static void log_pool_diags(struct daemon *d, const struct rdp_diags *diags)
 }
 
 /*
+ * The devices of the pools are the ones whose port state is polled and whose netdevs' link
+ * messages count even where their kind (veth, dummy...) is otherwise ignored.
+ */
+static void on_port_change(const char *reason, unsigned int n_changes, void *userdata);
+
+static void watch_served(struct daemon *d, const struct rdp_host *h,
+			 const struct rdp_pools *pools)
+{
+	_cleanup_free_ bool *watch = rdp_calloc(h->n_devices + 1, sizeof(*watch));
+	_cleanup_free_ const char **names = NULL;
+	size_t n_names = 0, cap = 0;
+
+	if (!watch)
+		return; /* -ENOMEM: the old lists stay until the next scan */
+	for (size_t i = 0; i < pools->n; i++)
+		for (size_t j = 0; j < pools->v[i].n_devices; j++)
+			watch[pools->v[i].devices[j]] = true;
+	/* Made with the first model (the sysfs root exists then); without it, the periodic
+	 * rescan alone sees port changes. */
+	if (!d->portpoll &&
+	    rdp_portpoll_new(d->event, d->o->sysfs_root, 0, on_port_change, d, &d->portpoll) < 0)
+		d->portpoll = NULL;
+	(void)rdp_portpoll_set(d->portpoll, h, watch);
+	for (size_t i = 0; i < h->n_devices; i++)
+		if (watch[i])
+			cap += h->devices[i].n_netdevs;
+	names = rdp_calloc(cap + 1, sizeof(*names));
+	if (!names)
+		return;
+	for (size_t i = 0; i < h->n_devices; i++)
+		for (size_t j = 0; watch[i] && j < h->devices[i].n_netdevs; j++)
+			names[n_names++] = h->devices[i].netdevs[j];
+	(void)rdp_hostwatch_set_netdevs(d->hostwatch, names, n_names);
+}
+
+/*
  * Rebuilds the pools from the scanner's current host model and updates every resource, then
  * starts those that never started. Only while no scan runs (or from the done callback).
  */
@@ -194,6 +233,7 @@ static int update_pools(struct daemon *d, const char *why)
 		goto out;
 	}
 	log_pool_diags(d, &diags);
+	watch_served(d, h, pools);
 	k = rdp_resources_update(d->res, h, pools);
 	if (k < 0)
 		d->pools_stale = true;
@@ -818,6 +858,15 @@ static void on_host_change(const char *reason, unsigned int n_events, unsigned i
 		d->dirty_scans = n;
 }
 
+/* A served port's state file changed: the kernel sent no event for it (portpoll.h). */
+static void on_port_change(const char *reason, unsigned int n_changes, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	rdp_log(RDP_LOG_DEBUG, "port-changed", "why=%s ports=%u", rdp_log_q(reason), n_changes);
+	request_scan(d, RDP_SCAN_AUTO, reason);
+}
+
 /*
  * SIGHUP or a change of the file: a valid config is applied as a diff (resource.h); an
  * invalid one changes nothing. The states of new resources are set before their sockets are
@@ -916,6 +965,7 @@ static void daemon_done(void *userdata)
 	rdp_free(d->state_dir);
 	d->worker = rdp_scan_worker_free(d->worker);
 	d->hostwatch = rdp_hostwatch_free(d->hostwatch);
+	d->portpoll = rdp_portpoll_free(d->portpoll);
 	d->confwatch = rdp_confwatch_free(d->confwatch);
 	rdp_event_source_free(d->inotify_src);
 	rdp_event_source_free(d->apply_src);

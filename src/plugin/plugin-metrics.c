@@ -35,8 +35,8 @@ static bool starts(const char *s, const char *prefix)
 enum rdp_rescan_cause rdp_rescan_cause(const char *why)
 {
 	/* The host watcher's reasons (hostwatch.h): "dev...", "uevent...", "link:...",
-	 * "inotify-overflow", "rtnl-..." */
-	static const char *const host[] = {"dev", "uevent", "link:", "inotify-", "rtnl-"};
+	 * "inotify-overflow", "rtnl-..."; the port-state poll's (portpoll.h): "port:..." */
+	static const char *const host[] = {"dev", "uevent", "link:", "inotify-", "rtnl-", "port:"};
 
 	if (!why)
 		return RDP_RESCAN_OTHER;

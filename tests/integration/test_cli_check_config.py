@@ -1,6 +1,8 @@
 """rdma-dp check-config on the generated fixture nodes with the seeds' configs and broken ones."""
 import json
+import os
 import pathlib
+import shutil
 
 import pytest
 
@@ -394,3 +396,35 @@ def test_cdi_kinds_as_serve_names_them(run, fixtures_dir, tmp_path):
     assert "earlier resource" in res[2]["cdi_problem"]
     text = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "seed000")).stdout
     assert text.count("! with --use-cdi: no CDI spec") == 2
+
+
+def test_drivers_selects_soft_devices_by_their_rdma_driver(run, fixtures_dir, tmp_path):
+    """`"drivers": ["rdma_rxe"]` selects soft-RoCE devices (issue 19: it selected nothing, "no
+    driver not in [rdma_rxe]"): rxe's RDMA driver comes from its own `parent` attribute and
+    its missing device link, not from its name; a PCI driver still selects hardware, and a
+    soft device is not selected by a PCI driver's name."""
+    def cfg(drivers):
+        p = tmp_path / "c.json"
+        p.write_text(json.dumps({"configList": [
+            {"resourceName": "soft", "rdmaHcaMax": 4, "selectors": {"drivers": drivers}}]}))
+        return p
+
+    p = run("check-config", "--config-file", cfg(["rdma_rxe"]), *node_args(fixtures_dir, "rxe"))
+    assert p.returncode == 0, p.stderr
+    assert "+ rxe0: drivers: rdma_rxe in [rdma_rxe]" in p.stdout
+    assert "rxe0: selected" in p.stdout
+    p = run("check-config", "--config-file", cfg(["mlx5_core"]), *node_args(fixtures_dir, "rxe"))
+    assert "- rxe0: drivers: rdma_rxe not in [mlx5_core]" in p.stdout
+    p = run("check-config", "--config-file", cfg(["rdma_rxe", "mlx5_core"]),
+            *node_args(fixtures_dir, "seed000"))
+    assert "+ mlx5_0: drivers: mlx5_core in [rdma_rxe, mlx5_core]" in p.stdout
+    # Renamed (`rdma dev set rxe0 name roce0`): still rdma_rxe.
+    node = tmp_path / "rxe"
+    shutil.copytree(fixtures_dir / "rxe" / "sys", node / "sys", symlinks=True)
+    ib = node / "sys/class/infiniband"
+    target = os.readlink(ib / "rxe0")
+    os.unlink(ib / "rxe0")
+    os.symlink(target, ib / "roce0")
+    p = run("check-config", "--config-file", cfg(["rdma_rxe"]), "--sysfs-root", node / "sys",
+            "--dev-root", fixtures_dir / "rxe" / "dev")
+    assert "+ roce0: drivers: rdma_rxe in [rdma_rxe]" in p.stdout, p.stdout

@@ -18,7 +18,8 @@ from conftest import node_args
 EXPECTED_NODES = ["seed000", "seed001", "dgx-h100", "sriov", "mlx4", "roce-lag", "irdma-bnxt",
                   "rxe", "no-rdma", "broken", "exclusive", "port-down"]
 
-DEVICE_FIELDS = ["name", "pci_address", "vendor", "device_id", "class", "driver", "netdevs",
+DEVICE_FIELDS = ["name", "pci_address", "vendor", "device_id", "class", "driver", "rdma_driver",
+                 "netdevs",
                  "numa_node", "is_vf", "pf_pci_address", "pf_netdev", "sf_num", "unit_id",
                  "node_guid", "fw_ver",
                  "hca_type", "ports", "char_devices", "problems", "usable", "unusable_reason",
@@ -271,6 +272,8 @@ def test_rxe_virtual(run, fixtures_dir):
     assert d["pci_address"] is None
     assert d["unit_id"] == "rxe0"
     assert d["vendor"] is None and d["driver"] is None
+    assert d["rdma_driver"] == "rdma_rxe"  # its `parent` attribute, no device link
+    assert devs.get("mlx5_0") is None or devs["mlx5_0"]["rdma_driver"] is None
     assert d["netdevs"], "rxe's netdev comes from its parent file"
     assert d["ports"][0]["link_layer"] == "ether"
 

@@ -207,7 +207,9 @@ def test_char_devices_match_names(rnode):
     for p, e, devt, mode in _cdevs(root):
         seen += 1
         assert val(p / "dev") == "%d:%d" % devt
-        assert "MAJOR=%d\nMINOR=%d\nDEVNAME=infiniband/%s\n" % (devt + (e,)) == rd(p / "uevent")
+        # uverbs: its devnode mode too, as the kernel sends it (tests/kernel/dumps/sysfs.txt)
+        assert "MAJOR=%d\nMINOR=%d\nDEVNAME=infiniband/%s\n%s" % (
+            devt + (e, "DEVMODE=0666\n" if e.startswith("uverbs") else "")) == rd(p / "uevent")
         owner = val(p / "ibdev")
         assert (root / "sys/class/infiniband" / owner).is_symlink()
         if e.startswith(("umad", "issm")):
@@ -233,7 +235,9 @@ def test_char_devices_match_names(rnode):
 
 def test_rdma_cm_and_netns(rnode):
     name, root = rnode
-    assert val(root / "sys/class/misc/rdma_cm/dev") == "10:58"
+    # the real kernel's (Debian 6.1, tests/kernel/dumps/sysfs.txt): 10:124, ABI 4
+    assert val(root / "sys/class/misc/rdma_cm/dev") == "10:124"
+    assert val(root / "sys/class/misc/rdma_cm/abi_version") == "4"
     dn = root / "dev/infiniband/rdma_cm"
     if name == "broken":
         assert not dn.exists()
@@ -424,6 +428,28 @@ def test_rxe(fixtures_dir):
     assert eth0.parent.parent.name == "virtio0"
     assert not (eth0.parent.parent.parent / "infiniband").exists()
     assert sysfsgen.pci_function_dir(str(sysd), "rxe0") is None
+    # as the real kernel shows rxe (tests/kernel/dumps/sysfs.txt)
+    assert val(d / "node_desc") == "rxe" and val(d / "fw_ver") == ""
+    assert val(d / "node_type") == "1: CA" and not (d / "hca_type").exists()
+    assert sorted(os.listdir(d / "ports/1/hw_counters")) == \
+        sorted(sysfsgen.HW_COUNTERS_RXE + ("lifespan",))
+    assert len(sysfsgen.HW_COUNTERS_RXE) == 15
+    assert val(d / "ports/1/hw_counters/lifespan") == "12"
+    for g in ("cm_rx_msgs", "cm_tx_msgs", "cm_rx_duplicates", "cm_tx_retries"):
+        assert val(d / "ports/1" / g / "req") == "0"
+    assert not (d / "ports/1/counters").exists()
+    assert val(d / "ports/1/pkeys/0") == "0xffff" and val(d / "ports/1/lid") == "0x0"
+    assert val(d / "ports/1/cap_mask") == "0x00010000"
+    assert val(sysd / "class/infiniband_verbs/uverbs0/abi_version") == "2"
+    assert val(sysd / "class/infiniband_verbs/uverbs0/dev") == "231:192"
+    assert val(sysd / "class/infiniband_mad/umad0/dev") == "231:0"
+    assert val(sysd / "class/infiniband_mad/issm0/dev") == "231:64"
+    # the rate follows the netdev: virtio-net 2.5 Gb/s, a veth 10 Gb/s
+    assert val(d / "ports/1/rate") == "2.5 Gb/sec (1X SDR)"
+    r1 = sysd / "class/infiniband/rxe1"
+    assert val(r1 / "parent") == "vethA" and val(r1 / "ports/1/rate") == "10 Gb/sec (1X FDR10)"
+    assert (sysd / "class/net/vethA").resolve().parent.name == "net"
+    assert val(r1 / "ports/1/gids/1") == "0000:0000:0000:0000:0000:ffff:0a4d:0001"
 
 
 def test_no_rdma(fixtures_dir):

@@ -295,3 +295,53 @@ def test_reload_that_starts_selecting_by_netdev_reads_the_gid_table(env):
     d.signal(signal.SIGHUP)
     kl.wait_registered("rdma/lag", units=7, timeout=10)
     d.wait_log("event=pool", "resource=rdma/lag", "devices=mlx5_bond_0")
+
+
+def test_port_state_without_any_event_reaches_kubelet_within_a_second(env):
+    """The kernel sends no uevent for an RDMA port state change, and a port's netdev may be a
+    veth (rxe) or absent (IB without IPoIB): nothing but the port's own `state` file tells. The
+    daemon reads the served ports' state files every 250 ms (portpoll.h), so with
+    `periodicUpdateInterval: 300` and no event at all a DOWN and an ACTIVE reach kubelet within
+    a second; a port of a device no pool selects is not read."""
+    node = copy_node(env, "seed000")
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [seed_resource("a", 10)]})
+    d = env.daemon(cfg, sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered("rdma/a", units=10, healthy=10).client
+    n = len(c.snapshots)
+    for state, want in (("DOWN", "Unhealthy"), ("ACTIVE", "Healthy"), ("INIT", "Unhealthy"),
+                        ("ACTIVE", "Healthy")):
+        m = d.mark()
+        sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, state)
+        timed_snapshot(c, lambda s: health(s) == {want}, "port %s" % state)
+        line = d.wait_log("event=port-changed", start=m)
+        assert "port:mlx5_0/1 state" in line, line
+    assert len(c.snapshots) == n + 4
+    assert "why=periodic" not in d.log()
+    assert "event=host-changed" not in d.log()
+
+
+def test_rxe_port_on_a_veth_reaches_kubelet_within_a_second(env):
+    """Soft-RoCE on a veth (the rxe fixture node's rxe1 on vethA): its port going DOWN, as `ip
+    link set vethA down` does on a real kernel, reaches kubelet within a second without any
+    uevent (the kernel sends none) or link message the daemon counts."""
+    node = copy_node(env, "rxe")
+    kl = env.start_kubelet()
+    cfg = env.config({"periodicUpdateInterval": 300, "configList": [
+        {"resourceName": "soft", "rdmaHcaMax": 4, "selectors": {"ifNames": ["vethA"]}}]})
+    d = env.daemon(cfg, sysfs=node / "sys", dev=node / "dev")
+    c = kl.wait_registered("rdma/soft", units=4, healthy=4).client
+    d.wait_log("event=pool", "devices=rxe1")
+    m = d.mark()
+    sysfsgen.set_port_state(node / "sys", "rxe1", 1, "DOWN")
+    timed_snapshot(c, lambda s: health(s) == {"Unhealthy"}, "rxe1 port DOWN")
+    assert "port:rxe1/1 state 1: DOWN" in d.wait_log("event=port-changed", start=m)
+    sysfsgen.set_port_state(node / "sys", "rxe1", 1, "ACTIVE")
+    timed_snapshot(c, lambda s: health(s) == {"Healthy"}, "rxe1 port ACTIVE")
+    # rxe0 is in no pool: its port is not read, a change there sends nothing.
+    n = len(c.snapshots)
+    sysfsgen.set_port_state(node / "sys", "rxe0", 1, "DOWN")
+    time.sleep(1.0)
+    assert d.count("event=port-changed", "rxe0") == 0
+    assert len(c.snapshots) == n
+    assert "why=periodic" not in d.log()

@@ -124,8 +124,9 @@ def test_health_down_and_up_sighup(env):
     m = d.mark()
     d.signal(signal.SIGHUP)
     d.wait_log("event=rescanned", "why=sighup", start=m)
-    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "DOWN")
+    # Marked before the change: the port-state poll may see it before the SIGHUP does.
     m = d.mark()
+    sysfsgen.set_port_state(node / "sys", "mlx5_0", 1, "DOWN")
     d.signal(signal.SIGHUP)
     snap = c.wait_snapshot(lambda s: health(s) == {"Unhealthy"})
     assert len(snap.devices) == 200

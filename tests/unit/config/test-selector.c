@@ -53,6 +53,17 @@ static const struct rdp_device rxe = {
 	.name = "rxe0", .netdevs = two, .n_netdevs = 2, .numa_node = -1, .vf_index = -1,
 	.ports = port_eth, .n_ports = 1,
 };
+/* The same soft-RoCE device as the kernel shows it: its RDMA driver known (device.h). */
+static const struct rdp_device rxe_real = {
+	.name = "rxe0", .rdma_driver = "rdma_rxe", .netdevs = two, .n_netdevs = 2,
+	.numa_node = -1, .vf_index = -1, .ports = port_eth, .n_ports = 1,
+};
+/* siw on a NIC: the PCI function's driver and the RDMA driver. */
+static const struct rdp_device siw = {
+	.name = "siw0", .pci_address = "0000:06:00.0", .vendor = "8086", .device_id = "10fb",
+	.driver = "ixgbe", .rdma_driver = "siw", .netdevs = two, .n_netdevs = 2, .numa_node = 0,
+	.vf_index = -1, .ports = port_eth, .n_ports = 1,
+};
 /* mlx4 with one Ethernet and one IB port, no netdev. */
 static const struct rdp_device mlx4 = {
 	.name = "mlx4_0", .pci_address = "0000:05:00.0", .vendor = "15b3", .device_id = "1003",
@@ -100,6 +111,16 @@ static const struct {
 	  RDP_SEL_NO_MATCH, "vendors: none (no PCI function) not in [15b3]" },
 	{ "rxe has no driver", { .drivers = L("mlx5_core") }, &rxe, false, RDP_SEL_DRIVERS,
 	  RDP_SEL_NO_MATCH, "drivers: no driver not in [mlx5_core]" },
+	{ "rxe by its RDMA driver", { .drivers = L("rdma_rxe") }, &rxe_real, true, RDP_SEL_DRIVERS,
+	  RDP_SEL_MATCH, "drivers: rdma_rxe in [rdma_rxe]" },
+	{ "rxe not a PCI driver", { .drivers = L("mlx5_core") }, &rxe_real, false,
+	  RDP_SEL_DRIVERS, RDP_SEL_NO_MATCH, "drivers: rdma_rxe not in [mlx5_core]" },
+	{ "siw by its RDMA driver", { .drivers = L("siw") }, &siw, true, RDP_SEL_DRIVERS,
+	  RDP_SEL_MATCH, "drivers: siw in [siw]" },
+	{ "siw by its NIC's driver", { .drivers = L("mlx5_core", "ixgbe") }, &siw, true,
+	  RDP_SEL_DRIVERS, RDP_SEL_MATCH, "drivers: ixgbe in [mlx5_core, ixgbe]" },
+	{ "siw neither", { .drivers = L("rdma_rxe") }, &siw, false, RDP_SEL_DRIVERS,
+	  RDP_SEL_NO_MATCH, "drivers: ixgbe,siw not in [rdma_rxe]" },
 	{ "ifName", { .if_names = L("ib0") }, &cx6, true, RDP_SEL_IF_NAMES, RDP_SEL_MATCH,
 	  "ifNames: ib0 in [ib0]" },
 	{ "ifName any netdev", { .if_names = L("eth3") }, &rxe, true, RDP_SEL_IF_NAMES,

@@ -295,6 +295,18 @@ static void build_tree(void)
 	gid("devices/virtual", "rxe0", 1, 1, GID_V4, "RoCE v2", "eth0");
 	cdev("devices/virtual", "infiniband_verbs", "uverbs5", "rxe0", 0, true);
 
+	/* siw on a netdev without a parent device: virtual, an RNIC. */
+	ibdev("devices/virtual", "siw0", "0000:0000:0000:0002");
+	W("sys/devices/virtual/infiniband/siw0/node_type", "4: RNIC");
+	W("sys/devices/virtual/infiniband/siw0/node_desc", "Software iWARP stack");
+	port("devices/virtual", "siw0", 1, "4: ACTIVE", "Ethernet", "25 Gb/sec (1X EDR)");
+	/* siw on the E810's netdev: its device link is the NIC's PCI function (ice). */
+	ibdev(e810, "siw1", "0000:0000:0000:0003");
+	L("../../../0000:17:00.0", fmt("sys/%s/infiniband/siw1/device", e810));
+	W(fmt("sys/%s/infiniband/siw1/node_type", e810), "4: RNIC");
+	W(fmt("sys/%s/infiniband/siw1/node_desc", e810), "Software iWARP stack");
+	port(e810, "siw1", 1, "4: ACTIVE", "Ethernet", "25 Gb/sec (1X EDR)");
+
 	/* RoCE LAG: mlx5_bond_0 on the first PF, its GIDs on bond0. */
 	pci_fn(lag, "0x15b3", "0x101d", "0x020000", "0", "mlx5_core");
 	D(fmt("sys/%s/net/ens1f0np0", lag));
@@ -361,7 +373,7 @@ static void check_tree(const struct rdp_host *h)
 	/* clang-format off */
 	static const char *const names[] = {
 		"abs0", "irdma0", "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_8",
-		"mlx5_9", "mlx5_bond_0", "mlx5_gone", "rxe0",
+		"mlx5_9", "mlx5_bond_0", "mlx5_gone", "rxe0", "siw0", "siw1",
 	};
 	/* clang-format on */
 	const struct rdp_device *d;
@@ -474,6 +486,8 @@ static void check_tree(const struct rdp_host *h)
 		EXPECT_STREQ(d->pci_address, "");
 		EXPECT_STREQ(d->vendor, "");
 		EXPECT_STREQ(d->driver, "");
+		/* Its `parent` and no device link: soft-RoCE, whatever its name. */
+		EXPECT_STREQ(d->rdma_driver, "rdma_rxe");
 		EXPECT_EQ(d->numa_node, -1);
 		EXPECT_EQ(d->n_netdevs, 1);
 		EXPECT_TRUE(has(d->netdevs, d->n_netdevs, "eth0"));
@@ -482,6 +496,18 @@ static void check_tree(const struct rdp_host *h)
 		EXPECT_EQ(d->n_char_devices, 1);
 		EXPECT_EQ(d->n_problems, 0);
 	}
+	if ((d = find(h, "siw0"))) {
+		EXPECT_STREQ(d->driver, "");
+		EXPECT_STREQ(d->rdma_driver, "siw");
+	}
+	if ((d = find(h, "siw1"))) {
+		EXPECT_STREQ(d->driver, "ice");
+		EXPECT_STREQ(d->rdma_driver, "siw");
+		EXPECT_TRUE(has(d->netdevs, d->n_netdevs, "ens5f0"));
+	}
+	/* Hardware: the PCI function's driver says it. */
+	if ((d = find(h, "irdma0")))
+		EXPECT_STREQ(d->rdma_driver, "");
 	if ((d = find(h, "mlx5_bond_0"))) {
 		EXPECT_STREQ(d->pci_address, "0000:5e:00.0");
 		EXPECT_TRUE(has(d->netdevs, d->n_netdevs, "bond0"));
@@ -809,6 +835,7 @@ static void test_fixtures(const char *dir)
 	if ((h = fixture(dir, "rxe"))) {
 		if ((d = find(h, "rxe0"))) {
 			EXPECT_STREQ(d->pci_address, "");
+			EXPECT_STREQ(d->rdma_driver, "rdma_rxe");
 			EXPECT_TRUE(d->n_netdevs >= 1);
 		}
 		rdp_host_free(h);

@@ -6,12 +6,15 @@
  * start; each must give one coalesced callback within 500 ms. The netlink sources are opened
  * too (they may be unavailable in a sandbox: then the state says why).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -305,6 +308,67 @@ static void test_netlink_sources(void)
 	EXPECT_TRUE(rdp_hostwatch_free(NULL) == NULL);
 }
 
+/*
+ * In a network namespace of its own (root only; skipped otherwise): a veth's link messages
+ * are ignored (pods create them by the hundred) until rdp_hostwatch_set_netdevs() names it as
+ * the netdev of a served device (soft-RoCE on a veth); then its up and down are reported.
+ * Runs in a child: the namespace is not the rest of the test's.
+ */
+static int served_netdev_child(void)
+{
+	struct rdp_hostwatch_options o = {.dev_root = root, .no_uevent = true};
+	const char *names[] = {"rdptwa"};
+	struct rdp_event *e;
+	struct rdp_hostwatch *w;
+	struct seen s = {0};
+
+	if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
+		return 77;
+	if (rdp_event_new(&e) < 0 || rdp_hostwatch_new(e, &o, on_change, &s, &w) < 0)
+		return 1;
+	if (rdp_hostwatch_source_state(w, RDP_HOSTWATCH_RTNL, NULL) != RDP_HOSTWATCH_ACTIVE)
+		return 77;
+	if (system("ip link add rdptwa type veth peer name rdptwb && ip link set rdptwb up") != 0)
+		return 77; /* no veth in this kernel */
+	run_for(e, &s, 1, 400000);
+	EXPECT_EQ(s.calls, 0);
+	EXPECT_EQ(rdp_hostwatch_set_netdevs(w, names, 1), 0);
+	EXPECT_EQ(rdp_hostwatch_set_netdevs(w, NULL, 1), -EINVAL);
+	EXPECT_EQ(system("ip link set rdptwa up"), 0);
+	expect_one(e, &s, rdp_now_usec(), "link:rdptwa", "served veth up");
+	EXPECT_EQ(system("ip link set rdptwa down"), 0);
+	expect_one(e, &s, rdp_now_usec(), "link:rdptwa", "served veth down");
+	/* No longer served: ignored again. */
+	EXPECT_EQ(rdp_hostwatch_set_netdevs(w, NULL, 0), 0);
+	EXPECT_EQ(system("ip link set rdptwa up"), 0);
+	run_for(e, &s, s.calls + 1, 400000);
+	EXPECT_EQ(s.calls, 2);
+	rdp_hostwatch_free(w);
+	rdp_event_free(e);
+	printf("  served netdev (child): %d passed, %d failed\n", test_passed, test_failed);
+	fflush(stdout);
+	return test_failed ? 1 : 0;
+}
+
+static void test_served_netdev(void)
+{
+	pid_t pid;
+	int status = 0;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0)
+		_exit(served_netdev_child());
+	EXPECT_TRUE(pid > 0);
+	EXPECT_EQ(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("  served netdev: skipped (not root, or no netns/veth)\n");
+		return;
+	}
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* Every allocation of rdp_hostwatch_new() failing in turn: -ENOMEM, nothing leaked (ASan). */
 static void test_failmalloc(void)
 {
@@ -345,6 +409,7 @@ int main(void)
 	test_min_interval();
 	test_root_missing();
 	test_netlink_sources();
+	test_served_netdev();
 	test_failmalloc();
 	printf("  worst latency event -> callback: %llu ms (budget %llu ms)\n",
 	       (unsigned long long)worst / 1000, LATENCY_MAX_USEC / 1000);
