@@ -1,15 +1,17 @@
 # Thin wrapper over CMake: the two commands the README promises, and a few more.
 #   make         build build/rdma-dp (static)
 #   make check   install what is missing, build with -Werror, run every test, again under ASan+UBSan
+#   make check-kernel  the real-kernel stage: Debian's kernel under QEMU, tests/kernel against rxe
 #   make demo    show what rdma-dp sees and serves on a bundled DGX H100-like node
 #   make image   the container image (Containerfile, FROM scratch) as build/rdma-dp-image.tar
+#   make image-netop  that image and its network-operator variant (Containerfile.netop, busybox)
 #   make fuzz    run each libFuzzer target for FUZZ_SECONDS (default 60; clang, see tests/fuzz)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 # CMake's own progress lines are enough; no "Entering directory" from every sub-make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps build check check-release check-asan demo image clean
+.PHONY: all deps build check check-release check-kernel check-asan demo image image-netop clean
 .PHONY: fuzz check-fuzz fuzz-build fuzz-run clean-fuzz
 
 all: build
@@ -21,7 +23,7 @@ build: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j$(JOBS)
 
-check: deps check-release check-fuzz check-asan
+check: deps check-release check-kernel check-fuzz check-asan
 
 check-release:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
@@ -29,6 +31,17 @@ check-release:
 	@rm -f build-check/pytest-junit.xml
 	cd build-check && ctest --output-on-failure -j$(JOBS); rc=$$?; cd .. && \
 		$(PY) scripts/test-summary.py build-check release; exit $$rc
+
+# The real-kernel stage (scripts/real-kernel/run.sh, tests/kernel/README.md): Debian's 6.1
+# kernel under QEMU (TCG unless the CPU has vmx/svm) with soft-RoCE devices, tests/kernel run
+# inside it against the real /sys and /dev with build-check's rdma-dp. Its kernel and
+# initramfs are cached under ${XDG_CACHE_HOME:-$HOME/.cache}/rdma-dp/kernel. Fails, saying why,
+# when QEMU cannot start; a guest that does not power off within RDP_KERNEL_LIMIT (900 s) fails.
+check-kernel:
+	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
+	cmake --build build-check -j$(JOBS) --target rdma-dp
+	sh scripts/real-kernel/run.sh build-check build-check/kernel; rc=$$?; \
+		$(PY) scripts/test-summary.py build-check/kernel kernel; exit $$rc
 
 check-asan:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENABLE_WERROR=ON -DENABLE_SANITIZERS=ON >/dev/null
@@ -45,13 +58,18 @@ demo: build
 image: build
 	sh scripts/build-image.sh build/rdma-dp build/rdma-dp-image.tar
 
+# The same, and the variant for NVIDIA network-operator (README: Image) as
+# build/rdma-dp-netop-image.tar.
+image-netop: build
+	sh scripts/build-image.sh build/rdma-dp build/rdma-dp-image.tar build/rdma-dp-netop-image.tar
+
 clean:
 	rm -rf build build-check build-asan
 
 # Fuzzing (tests/fuzz/README.md): libFuzzer targets built by clang in build-fuzz. New inputs
 # go to build-fuzz/corpus/<target>, crashes to build-fuzz/artifacts/; the checked-in seeds
 # in tests/fuzz/corpus/<target> are only read.
-FUZZ_TARGETS := cdi-names config dra-claim grpc-frame h2-server http-request kube-response nccl-env netlink protobuf sysfs-parsers
+FUZZ_TARGETS := cli-opt cdi-names config dra-claim goflag grpc-frame h2-server http-request kube-response nccl-env netlink protobuf sysfs-parsers
 FUZZ_SECONDS ?= 60
 FUZZ_CHECK_SECONDS ?= 15
 # True when clang can build and link a libFuzzer target here.

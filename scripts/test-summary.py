@@ -42,9 +42,12 @@ def main():
         if m:
             inputs += int(m.group(1))
     skips = []
-    junit = os.path.join(build, "pytest-junit.xml")
-    if os.path.exists(junit):
-        k = kinds.setdefault("integration (pytest)", collections.Counter())
+    for fname, kind in (("pytest-junit.xml", "integration (pytest)"),
+                        ("kernel-junit.xml", "kernel (QEMU guest)")):
+        junit = os.path.join(build, fname)
+        if not os.path.exists(junit):
+            continue
+        k = kinds.setdefault(kind, collections.Counter())
         for case in ET.parse(junit).getroot().iter("testcase"):
             name = "%s::%s" % (case.get("classname", "").split(".")[-1], case.get("name"))
             if case.find("skipped") is not None:

@@ -135,6 +135,7 @@ int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra
 		d->request = rdp_strdup(s->request);
 		d->pool = rdp_strdup(s->pool);
 		d->device = rdp_strdup(s->device);
+		d->admin_access = s->admin_access;
 		if (!d->request || !d->pool || !d->device) {
 			c.n_devices++;
 			goto nomem;
@@ -279,6 +280,9 @@ int rdp_dra_checkpoint_render(const struct rdp_dra_checkpoint *c, char **ret)
 
 			if (!dj || json_array_append_new(devs, dj) < 0)
 				goto nomem;
+			if (d->admin_access &&
+			    json_object_set_new(dj, "admin_access", json_true()) < 0)
+				goto nomem;
 			for (size_t j = 0; j < d->n_cdi_ids; j++)
 				if (json_array_append_new(ids, json_string(d->cdi_ids[j])) < 0)
 					goto nomem;
@@ -325,7 +329,10 @@ static int bad(char **ret_error, int r, const char *fmt, ...)
 }
 
 /* Only the keys of allowed[] (NULL-terminated), each required when req. */
-static bool keys_ok(json_t *o, const char *const *allowed, const char **which)
+/* Every key of o is in allowed or optional (NULL-terminated; optional may be NULL), and
+ * every key of allowed is there. */
+static bool keys_ok_opt(json_t *o, const char *const *allowed, const char *const *optional,
+			const char **which)
 {
 	const char *k;
 	json_t *v;
@@ -335,6 +342,8 @@ static bool keys_ok(json_t *o, const char *const *allowed, const char **which)
 
 		for (size_t i = 0; allowed[i] && !ok; i++)
 			ok = strcmp(k, allowed[i]) == 0;
+		for (size_t i = 0; optional && optional[i] && !ok; i++)
+			ok = strcmp(k, optional[i]) == 0;
 		if (!ok) {
 			*which = k;
 			return false;
@@ -346,6 +355,11 @@ static bool keys_ok(json_t *o, const char *const *allowed, const char **which)
 			return false;
 		}
 	return true;
+}
+
+static bool keys_ok(json_t *o, const char *const *allowed, const char **which)
+{
+	return keys_ok_opt(o, allowed, NULL, which);
 }
 
 static const char *str(json_t *o, const char *key)
@@ -364,6 +378,7 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 	static const char *const claim_keys[] = {"namespace", "name", "state", "devices",
 						 "cdi_spec", NULL};
 	static const char *const dev_keys[] = {"request", "pool", "device", "cdi_ids", NULL};
+	static const char *const dev_optional[] = {"admin_access", NULL};
 	struct rdp_dra_ckpt_claim c = {0};
 	struct rdp_dra_ckpt_device *devs = NULL;
 	const char *which = "";
@@ -397,10 +412,11 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 		return -ENOMEM;
 	r = 0;
 	json_array_foreach(dv, i, d) {
-		json_t *ids = json_object_get(d, "cdi_ids"), *id;
+		json_t *ids = json_object_get(d, "cdi_ids"), *id, *admin;
 		size_t k;
 
-		if (!json_is_object(d) || !keys_ok(d, dev_keys, &which) || !json_is_array(ids)) {
+		if (!json_is_object(d) || !keys_ok_opt(d, dev_keys, dev_optional, &which) ||
+		    !json_is_array(ids)) {
 			r = bad(ret_error, -EBADMSG, "claim %s: device %zu: key \"%.64s\" unknown "
 				"or missing", uid, i, which);
 			goto out;
@@ -408,6 +424,13 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 		devs[i].request = (char *)str(d, "request");
 		devs[i].pool = (char *)str(d, "pool");
 		devs[i].device = (char *)str(d, "device");
+		admin = json_object_get(d, "admin_access");
+		if (admin && !json_is_boolean(admin)) {
+			r = bad(ret_error, -EBADMSG, "claim %s: device %zu: admin_access is not a "
+				"boolean", uid, i);
+			goto out;
+		}
+		devs[i].admin_access = json_is_true(admin);
 		if (!devs[i].request || !devs[i].pool || !devs[i].device) {
 			r = bad(ret_error, -EBADMSG, "claim %s: device %zu: request, pool or device "
 				"not a string", uid, i);

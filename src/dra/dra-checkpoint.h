@@ -8,7 +8,8 @@
  *    "claims": {"<claim UID>": {"namespace": "ns", "name": "c1", "state": "prepared",
  *                               "devices": [{"request": "nic", "pool": "node-a",
  *                                            "device": "pci-0000-18-00-0",
- *                                            "cdi_ids": ["rdma-dp.io/claim=<uid>-pci-..."]}],
+ *                                            "cdi_ids": ["rdma-dp.io/claim=<uid>-pci-..."],
+ *                                            "admin_access": true (only when true)}],
  *                               "cdi_spec": "/var/run/cdi/rdma-dp.io-claim_<uid>.json"}}}
  *
  * A claim's lifecycle (rdp_dra_claim_state_next() says which steps are allowed):
@@ -64,6 +65,7 @@ struct rdp_dra_ckpt_device {
 	char *device;
 	char **cdi_ids;
 	size_t n_cdi_ids;
+	bool admin_access; /* an admin-access result: "admin_access": true, absent when false */
 };
 
 struct rdp_dra_ckpt_claim {

@@ -147,6 +147,7 @@ int rdp_dra_claim_parse(const char *body, size_t len, const struct rdp_dra_claim
 	}
 	json_array_foreach(results, i, v) {
 		const char *driver, *req, *pool, *dev;
+		json_t *admin;
 		char base[RDP_DRA_REQUEST_MAX];
 		struct rdp_dra_result *res;
 
@@ -166,6 +167,12 @@ int rdp_dra_claim_parse(const char *body, size_t len, const struct rdp_dra_claim
 		}
 		if (strcmp(driver, ctx->driver) != 0)
 			continue;
+		admin = json_object_get(v, "adminAccess");
+		if (admin && !json_is_boolean(admin) && !json_is_null(admin)) {
+			r = error(ret_error, -EBADMSG, "claim: allocation result %zu: adminAccess is "
+				  "not a boolean", i);
+			goto out;
+		}
 		if (!req || !pool || !dev || rdp_dra_base_request(req, base, sizeof(base)) < 0) {
 			r = error(ret_error, -EBADMSG, "claim: allocation result %zu: request, pool "
 				  "or device missing", i);
@@ -185,6 +192,7 @@ int rdp_dra_claim_parse(const char *body, size_t len, const struct rdp_dra_claim
 		res->request = rdp_strdup(base);
 		res->pool = rdp_strdup(pool);
 		res->device = rdp_strdup(dev);
+		res->admin_access = json_is_true(admin);
 		if (!res->request || !res->pool || !res->device)
 			goto nomem;
 	}

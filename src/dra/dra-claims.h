@@ -11,7 +11,7 @@
  *  - metadata.uid is the UID kubelet gave, else -ESTALE ("claim got replaced");
  *  - status.allocation exists, else -ENOMSG ("not allocated");
  *  - status.allocation.devices.results has at most RDP_DRA_CLAIM_MAX_RESULTS entries (-E2BIG);
- *    those whose driver is ours are taken: {request, pool, device}, a subrequest
+ *    those whose driver is ours are taken: {request, pool, device, adminAccess}, a subrequest
  *    "<main>/<sub>" reduced to "<main>" (what kubelet matches against containers'
  *    resources.claims[].request); results of other drivers are skipped (a claim may mix a
  *    GPU and a NIC);
@@ -22,6 +22,7 @@
  * Library code: negative errno, never logs.
  */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dra-slices.h"
@@ -36,6 +37,9 @@ struct rdp_dra_result {
 	char *request; /* base request name: "nic" (from "nic" or "nic/sub") */
 	char *pool; /* our node's pool */
 	char *device; /* an offered device name: "pci-0000-18-00-0" */
+	/* results[].adminAccess (DRAAdminAccess, GA in 1.36): the device is shared with the
+	 * claims that use it; an admin claim neither blocks nor is blocked by them */
+	bool admin_access;
 };
 
 struct rdp_dra_claim {

@@ -14,6 +14,7 @@
 #include "cdi.h"
 #include "discovery.h"
 #include "dra-claims.h"
+#include "dra-health.h"
 #include "dra-prepare.h"
 #include "dra-slices.h"
 #include "event.h"
@@ -86,6 +87,9 @@ struct driver {
 	char last_error[256];  /* logged once per change */
 	/* Claims. */
 	struct rdp_dra_prepare *prep;
+	/* Device health for kubelet's NodeWatchResources streams, and their resend timer. */
+	struct rdp_dra_health_server *health;
+	struct rdp_event_source *health_timer;
 };
 
 static void slices_set_state(struct driver *d, enum slice_state s)
@@ -400,6 +404,31 @@ static int on_slice_timer(struct rdp_event_source *s, void *userdata)
 
 /* Host model. */
 
+/* The health of the offered devices, sent to kubelet's streams when it changed. */
+static void health_update(struct driver *d)
+{
+	const struct rdp_dra_health *h;
+	size_t n, counts[3] = {0};
+	int k = rdp_dra_health_set_inventory(d->health, &d->inv);
+
+	if (k <= 0) {
+		if (k < 0)
+			rdp_log(RDP_LOG_ERROR, "health-failed", "error=%s", rdp_log_errno(k));
+		return;
+	}
+	h = rdp_dra_health_list(d->health, &n);
+	for (size_t i = 0; i < n; i++)
+		counts[h[i].status <= RDP_DRA_HEALTH_UNHEALTHY ? h[i].status : 0]++;
+	rdp_log(RDP_LOG_INFO, "health-changed", "devices=%zu healthy=%zu unhealthy=%zu unknown=%zu "
+		"streams=%zu", n, counts[RDP_DRA_HEALTH_HEALTHY], counts[RDP_DRA_HEALTH_UNHEALTHY],
+		counts[RDP_DRA_HEALTH_UNKNOWN], rdp_dra_health_streams(d->health));
+	for (size_t i = 0; i < n; i++)
+		if (h[i].status != RDP_DRA_HEALTH_HEALTHY)
+			rdp_log(RDP_LOG_DEBUG, "device-health", "device=%s health=%s msg=%s",
+				h[i].device, rdp_dra_health_status_name(h[i].status),
+				rdp_log_q(h[i].message));
+}
+
 static int rebuild_inventory(struct driver *d)
 {
 	const struct rdp_host *h = rdp_scanner_host(d->scanner);
@@ -418,6 +447,8 @@ static int rebuild_inventory(struct driver *d)
 			rdp_log_q("another device has the same DRA name"));
 	if (d->prep)
 		rdp_dra_prepare_set_inventory(d->prep, &d->inv);
+	if (d->health)
+		health_update(d);
 	return 0;
 }
 
@@ -519,7 +550,16 @@ static void on_reg_call(struct rdp_grpc_call *call, const uint8_t *req, size_t l
 	rdp_watcher_dispatch(&d->winfo, call, req, len);
 }
 
-static const char *const dra_versions[] = {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+/*
+ * The services of dra.sock, as kubelet reads supported_versions: it takes the first DRAPlugin
+ * it supports in this order (1.34+: v1), and, independently, the DRAResourceHealth it prefers
+ * among those listed (1.37: v1, then v1alpha1; 1.36: v1alpha1; 1.34/1.35 ignore both and,
+ * with ResourceHealthStatus on, open v1alpha1 anyway). Listed in kubelet's order of
+ * preference.
+ */
+static const char *const dra_versions[] = {"v1.DRAPlugin", "v1beta1.DRAPlugin",
+					   "v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"};
+#define DRA_VERSIONS_LOG "v1.DRAPlugin,v1beta1.DRAPlugin,v1.DRAResourceHealth,v1alpha1.DRAResourceHealth"
 
 /* The DRA service. */
 
@@ -531,8 +571,28 @@ static void on_dra_call(struct rdp_grpc_call *call, const uint8_t *req, size_t l
 	rdp_dra_prepare_dispatch(d->prep, call, req, len);
 }
 
+static void on_health_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len,
+			   void *userdata)
+{
+	struct driver *d = userdata;
+
+	rdp_dra_health_dispatch(d->health, call, req, len);
+	rdp_log(RDP_LOG_INFO, "health-stream", "method=%s call=%llu streams=%zu",
+		rdp_log_q(rdp_grpc_call_path(call)), (unsigned long long)rdp_grpc_call_id(call),
+		rdp_dra_health_streams(d->health));
+}
+
+static int on_health_timer(struct rdp_event_source *s, void *userdata)
+{
+	struct driver *d = userdata;
+
+	rdp_dra_health_resend(d->health);
+	rdp_event_source_set_timer(s, RDP_DRA_HEALTH_RESEND_SEC * 1000000ULL);
+	return 0;
+}
+
 static struct rdp_grpc_method reg_methods[2];
-static struct rdp_grpc_method dra_methods[4];
+static struct rdp_grpc_method dra_methods[6];
 
 static void on_sighup(void *userdata)
 {
@@ -662,6 +722,15 @@ static int setup(struct rdp_event *e, void *userdata)
 		if (k < 0)
 			return k;
 	}
+	/* Health: the first list now, then after every rescan and on the resend timer. */
+	k = rdp_dra_health_server_new(o->node_name, &d->health);
+	if (k < 0)
+		return k;
+	health_update(d);
+	k = rdp_event_add_timer(d->event, RDP_DRA_HEALTH_RESEND_SEC * 1000000ULL, on_health_timer,
+				d, &d->health_timer);
+	if (k < 0)
+		return k;
 	/* Slices. */
 	k = rdp_event_add_timer(d->event, 0, on_slice_timer, d, &d->slice_timer);
 	if (k < 0)
@@ -683,6 +752,10 @@ static int setup(struct rdp_event *e, void *userdata)
 			rdp_method_path(RDP_METHOD_DRA_V1BETA1_PREPARE), on_dra_call, false};
 		dra_methods[3] = (struct rdp_grpc_method){
 			rdp_method_path(RDP_METHOD_DRA_V1BETA1_UNPREPARE), on_dra_call, false};
+		dra_methods[4] = (struct rdp_grpc_method){
+			rdp_method_path(RDP_METHOD_DRA_HEALTH_V1_WATCH), on_health_call, true};
+		dra_methods[5] = (struct rdp_grpc_method){
+			rdp_method_path(RDP_METHOD_DRA_HEALTH_V1ALPHA1_WATCH), on_health_call, true};
 		k = rdp_grpc_server_new(d->event, d->dra_path, dra_methods, ARRAY_SIZE(dra_methods),
 					&lim, d, &d->dra_server);
 		if (k < 0) {
@@ -713,7 +786,7 @@ static int setup(struct rdp_event *e, void *userdata)
 	}
 	rdp_log(RDP_LOG_INFO, "serving", "registration=%s endpoint=%s versions=%s",
 		rdp_log_q(d->reg_path), rdp_log_q(d->dra_path),
-		rdp_log_q("v1.DRAPlugin,v1beta1.DRAPlugin"));
+		rdp_log_q(DRA_VERSIONS_LOG));
 	return 0;
 }
 
@@ -728,6 +801,8 @@ static void done(void *userdata)
 	d->slice_worker = rdp_kube_worker_free(d->slice_worker);
 	d->claim_worker = rdp_kube_worker_free(d->claim_worker);
 	d->prep = rdp_dra_prepare_free(d->prep);
+	d->health = rdp_dra_health_server_free(d->health);
+	rdp_event_source_free(d->health_timer);
 	rdp_kube_job_done(&d->sjob);
 	writes_clear(d);
 	json_decref(d->desired);

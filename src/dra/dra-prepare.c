@@ -102,6 +102,7 @@ static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 		d->request = rdp_strdup(c->results[i].request);
 		d->pool = rdp_strdup(c->results[i].pool);
 		d->device = rdp_strdup(c->results[i].device);
+		d->admin_access = c->results[i].admin_access;
 		d->cdi_ids = rdp_calloc(1, sizeof(*d->cdi_ids));
 		if (d->cdi_ids)
 			d->cdi_ids[0] = rdp_strdup(id);
@@ -122,7 +123,8 @@ static int results_from_ckpt(const struct rdp_dra_ckpt_claim *c, struct rdp_dra_
 	for (size_t i = 0; i < c->n_devices; i++)
 		r[i] = (struct rdp_dra_result){.request = c->devices[i].request,
 					       .pool = c->devices[i].pool,
-					       .device = c->devices[i].device};
+					       .device = c->devices[i].device,
+					       .admin_access = c->devices[i].admin_access};
 	*ret = r;
 	return 0;
 }
@@ -161,7 +163,11 @@ static int write_spec(struct rdp_dra_prepare *p, const char *uid,
 	return 0;
 }
 
-/* Another claim that holds one of these devices, or NULL. */
+/*
+ * Another claim that holds one of these devices, or NULL. An admin-access result on either
+ * side holds nothing: the scheduler gives a device in use to an admin claim (monitoring), and
+ * the device stays free for workload claims while an admin claim has it.
+ */
 static const struct rdp_dra_ckpt_claim *holder(const struct rdp_dra_prepare *p, const char *uid,
 					       const struct rdp_dra_claim *c, const char **dev)
 {
@@ -172,7 +178,8 @@ static const struct rdp_dra_ckpt_claim *holder(const struct rdp_dra_prepare *p, 
 			continue;
 		for (size_t j = 0; j < o->n_devices; j++)
 			for (size_t k = 0; k < c->n_results; k++)
-				if (strcmp(o->devices[j].device, c->results[k].device) == 0) {
+				if (!o->devices[j].admin_access && !c->results[k].admin_access &&
+				    strcmp(o->devices[j].device, c->results[k].device) == 0) {
 					*dev = c->results[k].device;
 					return o;
 				}

@@ -281,7 +281,9 @@ json_t *rdp_dra_device_json(const struct rdp_dra_inventory *inv, const struct rd
 			goto fail;
 		r |= put_str(a, "resource.kubernetes.io/pcieRoot", place.pcie_root);
 		rdp_topo_dev_done(&place);
-		r |= put_str(a, "resource.kubernetes.io/pciBusID", d->pci_address);
+		/* the device's own PCI address: an SF has none (pci_address is its PF's) */
+		if (!d->is_sf)
+			r |= put_str(a, "resource.kubernetes.io/pciBusID", d->pci_address);
 	}
 	if (r || json_object_set_new(dev, "attributes", a) < 0) {
 		a = NULL;
@@ -296,12 +298,44 @@ fail:
 
 /* ---- slices ---- */
 
-static json_t *slice_new(const struct rdp_dra_node *n, long long generation, size_t count)
+int rdp_dra_slice_generate_name(const char *node_name, const char *driver, size_t index,
+				char *buf, size_t len)
 {
-	json_t *s = json_pack("{s:s, s:s, s:{s:s+++, s:[{s:s, s:s, s:s, s:s, s:b}]},"
+	char prefix[RDP_DRA_NODE_NAME_MAX + RDP_DRA_DRIVER_MAX + 2];
+	size_t n;
+	int k;
+
+	if (index > 999)
+		return -EINVAL;
+	k = snprintf(prefix, sizeof(prefix), "%s-%s", node_name, driver);
+	if (k < 0 || (size_t)k >= sizeof(prefix))
+		return -EINVAL;
+	/* "-NNN-" must survive the server's cut at RDP_DRA_GENERATE_NAME_MAX */
+	n = strlen(prefix);
+	if (n > RDP_DRA_GENERATE_NAME_MAX - 5)
+		n = RDP_DRA_GENERATE_NAME_MAX - 5;
+	while (n && (prefix[n - 1] == '-' || prefix[n - 1] == '.'))
+		n--;
+	prefix[n] = '\0';
+	k = snprintf(buf, len, "%s-%03zu-", prefix, index);
+	if (k < 0 || (size_t)k >= len)
+		return -ENOBUFS;
+	return k;
+}
+
+static json_t *slice_new(const struct rdp_dra_node *n, long long generation, size_t count,
+			 size_t index)
+{
+	char gen_name[RDP_DRA_GENERATE_NAME_MAX + 1];
+	json_t *s;
+
+	if (rdp_dra_slice_generate_name(n->node_name, n->driver, index, gen_name,
+					sizeof(gen_name)) < 0)
+		return NULL;
+	s = json_pack("{s:s, s:s, s:{s:s, s:[{s:s, s:s, s:s, s:s, s:b}]},"
 			      " s:{s:s, s:s, s:{s:s, s:I, s:I}, s:[]}}",
 			      "apiVersion", RDP_DRA_API_VERSION, "kind", "ResourceSlice",
-			      "metadata", "generateName", n->node_name, "-", n->driver, "-",
+			      "metadata", "generateName", gen_name,
 			      "ownerReferences", "apiVersion", "v1", "kind", "Node", "name",
 			      n->node_name, "uid", n->node_uid, "controller", 1,
 			      "spec", "driver", n->driver, "nodeName", n->node_name, "pool", "name",
@@ -328,7 +362,7 @@ int rdp_dra_slices_build(const struct rdp_dra_node *n, const struct rdp_dra_inve
 		return -ENOMEM;
 	for (size_t i = 0; i < count; i++) {
 		size_t k = inv->n_devs / count + (i < inv->n_devs % count);
-		json_t *s = slice_new(n, generation, count), *devs;
+		json_t *s = slice_new(n, generation, count, i), *devs;
 
 		if (!s || json_array_append_new(arr, s) < 0)
 			goto nomem;
@@ -737,6 +771,17 @@ static bool same_devices(json_t *a, json_t *b)
 	return json_equal(x, y);
 }
 
+/* found's name starts with desired's generateName (a split pool's slices sort by index). */
+static bool named_as(json_t *found, json_t *desired)
+{
+	const char *name = json_string_value(json_object_get(json_object_get(found, "metadata"),
+							     "name"));
+	const char *gen = json_string_value(json_object_get(json_object_get(desired, "metadata"),
+							    "generateName"));
+
+	return name && gen && strncmp(name, gen, strlen(gen)) == 0;
+}
+
 int rdp_dra_slices_compare(json_t *found, json_t *desired, struct rdp_dra_sync *ret)
 {
 	size_t nf = json_array_size(found), nd = json_array_size(desired), i;
@@ -784,7 +829,8 @@ int rdp_dra_slices_compare(json_t *found, json_t *desired, struct rdp_dra_sync *
 		for (size_t k = 0; k < nf && !hit; k++) {
 			json_t *f = json_array_get(found, k);
 
-			if (!used[k] && same_frame(f, s) && same_devices(f, s))
+			if (!used[k] && same_frame(f, s) && same_devices(f, s) &&
+			    (nd == 1 || named_as(f, s)))
 				used[k] = hit = true;
 		}
 		all_match = hit;

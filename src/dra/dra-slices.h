@@ -24,7 +24,9 @@
  *   vendor string "15b3"; deviceId string "1021"; netdev string (the first);
  *   isVf bool; pfPciAddress string (VFs only); isSf bool; nodeGuid string; fwVersion string;
  *   resource.kubernetes.io/pcieRoot string "pci0000:15" (topology.h);
- *   resource.kubernetes.io/pciBusID string "0000:18:00.0" (an SF: its PF's function).
+ *   resource.kubernetes.io/pciBusID string "0000:18:00.0": the device's own PCI function
+ *   (KEP-4381: the device's address), so not for an SF, which has none of its own (its
+ *   pciAddress and pcieRoot are its PF's).
  * No capacity.
  *
  * Library code: negative errno, never logs.
@@ -46,6 +48,7 @@
 #define RDP_DRA_ATTR_STRING_MAX 64 /* string and version attribute values (API) */
 #define RDP_DRA_MAX_SLICES 128 /* slices of our pool we look at (RDP_MAX_DEVICES / 64) */
 #define RDP_DRA_API_VERSION "resource.k8s.io/v1"
+#define RDP_DRA_GENERATE_NAME_MAX 58 /* the API server keeps this much of a generateName */
 
 /* True for a DNS label: [a-z0-9-], at most 63, a letter or digit first and last. */
 bool rdp_dra_dns_label(const char *s);
@@ -102,7 +105,7 @@ struct rdp_dra_node {
 
 /*
  * The node's ResourceSlices for inv, as a JSON array of slice objects ready to POST:
- * generateName "<node>-<driver>-", ownerReferences [{apiVersion v1, kind Node, name, uid,
+ * generateName rdp_dra_slice_generate_name() (by the slice's index), ownerReferences [{apiVersion v1, kind Node, name, uid,
  * controller true}], spec {driver, nodeName, pool {name: node, generation, resourceSliceCount},
  * devices}. ceil(n / 128) slices, the devices (in name order) split evenly, the first ones
  * one longer; one slice with "devices": [] when there are none.
@@ -111,6 +114,17 @@ struct rdp_dra_node {
  */
 int rdp_dra_slices_build(const struct rdp_dra_node *n, const struct rdp_dra_inventory *inv,
 			 long long generation, json_t **ret);
+/*
+ * The generateName of the index-th slice of the pool: "<node>-<driver>-NNN-" (NNN the index,
+ * three digits), "<node>-<driver>" cut (and any '-' or '.' it then ends in dropped) so that
+ * the whole fits in RDP_DRA_GENERATE_NAME_MAX, which the API server keeps before adding 5
+ * random characters. The 1.36+ allocator sorts a pool's slices by name and takes the first
+ * device that fits: the index keeps that order the order of the devices (by name), which is
+ * the driver's preference. Returns the length, -EINVAL (an index over 999, names too long),
+ * -ENOBUFS.
+ */
+int rdp_dra_slice_generate_name(const char *node_name, const char *driver, size_t index,
+				char *buf, size_t len);
 /* Sets spec.pool.generation of every slice of the array. 0, or -EINVAL (not slices). */
 int rdp_dra_slices_set_generation(json_t *slices, long long generation);
 
@@ -149,7 +163,8 @@ const char *rdp_dra_sync_action_name(enum rdp_dra_sync_action a); /* "unchanged"
  *  - none found: RECREATE with generation 1;
  *  - as many found as desired, all of the pool's highest generation G, owned by the Node,
  *    with the desired pool name and resourceSliceCount, and each desired slice's devices equal
- *    to one found slice's (order of slices free, order of devices not): UNCHANGED, G;
+ *    to one found slice's (order of slices free, order of devices not) whose name, in a pool
+ *    of several slices, starts with the desired slice's generateName: UNCHANGED, G;
  *  - one found, one desired, otherwise: UPDATE, G (generation unchanged, as upstream);
  *  - otherwise (counts differ, mixed generations, a malformed slice): RECREATE, G + 1.
  * Pure. Returns 0, -EINVAL when desired is not an array of slices, -E2BIG beyond

@@ -644,6 +644,18 @@ static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t
  */
 #define RDP_DP_UNPACK_BUDGET (512u << 10)
 
+/* -E2BIG with *ret_error when a request holds more containers than this server accepts. */
+static int too_many_requests(size_t n, char **ret_error)
+{
+	struct msgbuf b = {.n = 0};
+
+	if (n <= RDP_DP_MAX_CONTAINER_REQUESTS)
+		return 0;
+	mb_add(&b, "%zu container requests, at most %d are accepted", n,
+	       RDP_DP_MAX_CONTAINER_REQUESTS);
+	return mb_error(&b, ret_error, -E2BIG);
+}
+
 /* Why an unpack failed: budget (-ENOBUFS with *ret_error), memory, or a malformed request. */
 static int unpack_error(const struct rdp_pb_arena *a, char **ret_error)
 {
@@ -834,12 +846,9 @@ static int allocate_parse(const struct rdp_dp_state *s, const uint8_t *req, size
 	r = v1beta1__allocate_request__unpack(rdp_pb_arena_allocator(&arena), len, req);
 	if (!r)
 		return unpack_error(&arena, ret_error);
-	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
-		mb_add(&b, "%zu container requests, at most %d are accepted",
-		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
-		k = mb_error(&b, ret_error, -E2BIG);
+	k = too_many_requests(r->n_container_requests, ret_error);
+	if (k < 0)
 		goto out;
-	}
 	for (size_t i = 0; i < r->n_container_requests; i++) {
 		size_t n = r->container_requests[i]->n_devices_ids;
 
@@ -1358,7 +1367,6 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 	V1beta1__PreferredAllocationRequest *r;
 	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
 	V1beta1__ContainerPreferredAllocationResponse *cs = NULL, **cptrs = NULL;
-	struct msgbuf b = {.n = 0};
 	size_t n_done = 0;
 	int k = 0;
 
@@ -1367,12 +1375,9 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 							  req);
 	if (!r)
 		return unpack_error(&arena, ret_error);
-	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
-		mb_add(&b, "%zu container requests, at most %d are accepted",
-		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
-		k = mb_error(&b, ret_error, -E2BIG);
+	k = too_many_requests(r->n_container_requests, ret_error);
+	if (k < 0)
 		goto out;
-	}
 	cs = rdp_calloc(r->n_container_requests + 1, sizeof(*cs));
 	cptrs = rdp_calloc(r->n_container_requests + 1, sizeof(*cptrs));
 	if (!cs || !cptrs) {

@@ -28,6 +28,11 @@ const struct rdp_method_info rdp_methods[RDP_METHOD_N] = {
 					    "NodePrepareResources", RDP_SERVICE_DRA, false},
 	[RDP_METHOD_DRA_V1BETA1_UNPREPARE] = {RDP_DRA_V1BETA1_SERVICE "NodeUnprepareResources",
 					      "NodeUnprepareResources", RDP_SERVICE_DRA, false},
+	[RDP_METHOD_DRA_HEALTH_V1_WATCH] = {RDP_DRA_HEALTH_V1_SERVICE "NodeWatchResources",
+					    "NodeWatchResources", RDP_SERVICE_DRA, true},
+	[RDP_METHOD_DRA_HEALTH_V1ALPHA1_WATCH] = {RDP_DRA_HEALTH_V1ALPHA1_SERVICE
+						  "NodeWatchResources",
+						  "NodeWatchResources", RDP_SERVICE_DRA, true},
 };
 
 enum rdp_method rdp_method_lookup(const char *path)

@@ -4,7 +4,8 @@
  * (served on each resource's socket), pluginregistration.Registration (served on a
  * plugins_registry socket), v1beta1.Registration/Register (called on kubelet.sock) and the
  * DRA driver's DRAPlugin, v1 and v1beta1 (served on dra.sock; one message set,
- * src/rpc/proto/dra.proto, serves both). The
+ * src/rpc/proto/dra.proto, serves both) and DRAResourceHealth, v1 and v1alpha1 (dra.sock too;
+ * src/rpc/proto/drahealth.proto). The
  * services, the sockets' server tables, the health probe and the tests all take their paths
  * from here.
  */
@@ -16,6 +17,8 @@
 #define RDP_WATCHER_SERVICE "/pluginregistration.Registration/"
 #define RDP_DRA_V1_SERVICE "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define RDP_DRA_V1BETA1_SERVICE "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
+#define RDP_DRA_HEALTH_V1_SERVICE "/v1.DRAResourceHealth/"
+#define RDP_DRA_HEALTH_V1ALPHA1_SERVICE "/v1alpha1.DRAResourceHealth/"
 
 enum rdp_method {
 	/* v1beta1.DevicePlugin, in the order of kubelet's api.proto */
@@ -34,6 +37,11 @@ enum rdp_method {
 	RDP_METHOD_DRA_UNPREPARE,
 	RDP_METHOD_DRA_V1BETA1_PREPARE,
 	RDP_METHOD_DRA_V1BETA1_UNPREPARE,
+	/* DRAResourceHealth (server-streaming), served on dra.sock: v1 (kubelet 1.37), then
+	 * v1alpha1 (1.34+ with ResourceHealthStatus; on by default since 1.36); one message set,
+	 * src/rpc/proto/drahealth.proto */
+	RDP_METHOD_DRA_HEALTH_V1_WATCH,
+	RDP_METHOD_DRA_HEALTH_V1ALPHA1_WATCH,
 	RDP_METHOD_N,
 	RDP_METHOD_UNKNOWN = RDP_METHOD_N,
 };
@@ -42,7 +50,8 @@ enum rdp_method_service {
 	RDP_SERVICE_DEVICE_PLUGIN,
 	RDP_SERVICE_WATCHER,
 	RDP_SERVICE_KUBELET, /* served by kubelet, called by us */
-	RDP_SERVICE_DRA, /* DRAPlugin v1 and v1beta1, served on the DRA driver's dra.sock */
+	RDP_SERVICE_DRA, /* DRAPlugin v1 and v1beta1, DRAResourceHealth v1 and v1alpha1, served
+			  * on the DRA driver's dra.sock */
 };
 
 struct rdp_method_info {

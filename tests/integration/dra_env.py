@@ -14,12 +14,7 @@ driver as a child process, and allocated ResourceClaims.
 Run with Debian's /usr/bin/python3.
 """
 import datetime
-import os
-import pathlib
 import shutil
-import subprocess
-import tempfile
-import threading
 import uuid
 
 import dra_kubelet
@@ -44,13 +39,17 @@ def _now():
 
 
 def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NODE,
-               pod=None, allocated=True, device_class="rdma-nic"):
+               pod=None, allocated=True, device_class="rdma-nic", admin=False):
     """A resource.k8s.io/v1 ResourceClaim as the scheduler leaves it: spec.devices.requests
     (one `exactly` request per distinct request name, count = its devices),
     status.allocation.devices.results [{request, driver, pool, device}], a nodeSelector for
     the node, and status.reservedFor the pod. devices: [(request, pool, device)] or
     [(request, pool, device, driver)] to mix drivers (e.g. a GPU and a NIC).
-    pod: (name, uid) or None for a generated one. allocated=False: no status."""
+    pod: (name, uid) or None for a generated one. allocated=False: no status.
+    admin=True: an admin-access claim (DRAAdminAccess, GA in 1.36): every request has
+    exactly.adminAccess and every result adminAccess: true, as the scheduler writes them; the
+    API server wants its namespace labelled resource.kubernetes.io/admin-access=true
+    (fake_apiserver.put_claim checks it)."""
     uid = uid or str(uuid.uuid4())
     pod = pod or ("pod-" + name, str(uuid.uuid4()))
     results, counts = [], {}
@@ -58,6 +57,8 @@ def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NOD
         req, pool, dev = d[:3]
         drv = d[3] if len(d) > 3 else driver
         results.append({"request": req, "driver": drv, "pool": pool, "device": dev})
+        if admin:
+            results[-1]["adminAccess"] = True
         counts[req] = counts.get(req, 0) + 1
     claim = {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -65,7 +66,8 @@ def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NOD
                      "finalizers": ["resource.kubernetes.io/delete-protection"]},
         "spec": {"devices": {"requests": [
             {"name": r, "exactly": {"deviceClassName": device_class,
-                                    "allocationMode": "ExactCount", "count": n}}
+                                    "allocationMode": "ExactCount", "count": n,
+                                    **({"adminAccess": True} if admin else {})}}
             for r, n in counts.items()]}},
         "status": {},
     }
@@ -80,39 +82,29 @@ def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NOD
     return claim
 
 
-class DraDaemon(kl.Daemon):
-    """`rdma-dp dra` as a child process: kubelet.Daemon's log helpers (wait_log, mark, count,
+class DraDaemon(kl.Process):
+    """`rdma-dp dra` as a child process: kubelet.Process's log helpers (wait_log, mark, count,
     stop, kill, signal) over any argv."""
 
-    def __init__(self, args, env=None):  # noqa: D401 - no super(): Daemon builds serve argv
-        self.args = list(args)
-        self.lines = []
-        self.cond = threading.Condition()
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     errors="replace", env=env)
-        self._t = threading.Thread(target=self._read, daemon=True)
-        self._t.start()
 
+class DraEnv(kl.TestEnv):
+    """kubelet.TestEnv's directory and daemon handling, with the fake apiserver, a CDI dir and
+    the DRA kubelet stand-in in place of the device-plugin kubelet."""
 
-class DraEnv:
     def __init__(self, binary, fixtures, node=NODE, wipe_delay=dra_kubelet.WIPE_DELAY,
-                 start_kubelet=True, prefix="rdpdra", node_uid=None):
-        self.binary = binary
-        self.fixtures = pathlib.Path(fixtures) if fixtures else None
+                 start_kubelet=True, prefix="rdpdra", node_uid=None, kubelet_version="1.35",
+                 health_gate=None):
+        super().__init__(binary, fixtures, prefix=prefix, kubelet=False)
         self.node = node
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix=prefix))
-        self.root = self.dir / "k"
-        self.root.mkdir()
         self.cdi_dir = self.dir / "cdi"
         self.cdi_dir.mkdir()
         self.api = fake_apiserver.FakeAPIServer(node=node, node_uid=node_uid,
                                                 workdir=self.dir / "api").start()
         self.kubelet = dra_kubelet.DRAKubelet(self.root, node=node, api=self.api,
-                                              wipe_delay=wipe_delay)
+                                              wipe_delay=wipe_delay, version=kubelet_version,
+                                              health_gate=health_gate)
         if start_kubelet:
             self.kubelet.start()
-        self.daemons = []
 
     @property
     def node_uid(self):
@@ -123,7 +115,7 @@ class DraEnv:
         return self.root / "plugins" / DRIVER / "checkpoint.json"
 
     def args(self, fixture, extra=()):
-        n = pathlib.Path(fixture) if os.sep in str(fixture) else self.fixtures / fixture
+        n = self.node_dir(fixture)
         return dra_args(self.binary, node=self.node, kubelet_root=self.root,
                         api_server=self.api.base_url, token_file=self.api.token_file,
                         ca_file=self.api.ca_path, cdi_dir=self.cdi_dir, sysfs=n / "sys",
@@ -146,12 +138,7 @@ class DraEnv:
         return sorted(p.name for p in self.cdi_dir.iterdir())
 
     def close(self):
-        for d in self.daemons:
-            if d.proc.poll() is None:
-                try:
-                    d.stop(30)
-                except Exception:  # noqa: BLE001
-                    d.kill()
+        self.stop_daemons(30)
         self.kubelet.close()
         self.api.stop()
         shutil.rmtree(self.dir, ignore_errors=True)

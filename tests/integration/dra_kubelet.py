@@ -28,10 +28,18 @@ and pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, manager.go:
     answered, no unknown UID, no per-claim error (kubelet's messages).
   - restart(): drops every registration and connection, wipes as at start, starts again (the
     sockets still in plugins_registry register again).
+  - device health (KEP-4680), by kubelet version (version=...; default "1.35"):
+    1.34/1.35 open /v1alpha1.DRAResourceHealth/NodeWatchResources only with the
+    ResourceHealthStatus gate on (health_gate=True; alpha, off by default), whatever the plugin
+    listed; 1.36 (gate on by default) only when "v1alpha1.DRAResourceHealth" is listed in
+    supported_versions; 1.37 picks by its own preference among those listed (pickHealthService:
+    "v1.DRAResourceHealth", then "v1alpha1.DRAResourceHealth"), independent of the plugin's
+    order. The stream is opened when the plugin registers and again 5 s after it ends
+    (wait.UntilWithContext); each response is the complete list; a device's status is what it
+    last reported, Unknown once last_updated_time + health_check_timeout_seconds (<= 0: 30 s)
+    has passed or before any report (device_health()).
 """
-import os
 import pathlib
-import stat
 import subprocess
 import sys
 import tempfile
@@ -42,11 +50,19 @@ import urllib.parse
 import grpc
 
 import kubelet as kl
+import waits
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
 SERVICES_SUPPORTED_BY_KUBELET = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+HEALTH_SERVICES_BY_VERSION = {    # kubelet's healthServicesSupportedByKubelet, preferred first
+    "1.34": [], "1.35": [], "1.36": ["v1alpha1.DRAResourceHealth"],
+    "1.37": ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]}
+HEALTH_PATH = {"v1.DRAResourceHealth": "/v1.DRAResourceHealth/NodeWatchResources",
+               "v1alpha1.DRAResourceHealth": "/v1alpha1.DRAResourceHealth/NodeWatchResources"}
+HEALTH_RETRY = 5.0               # wait.UntilWithContext period of the stream loop
+HEALTH_DEFAULT_TIMEOUT = 30.0    # kubelet's default health_check_timeout
 SERVICE_PATH = {"v1.DRAPlugin": "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/",
                 "v1beta1.DRAPlugin": "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"}
 CALL_TIMEOUT = 45.0      # defaultClientCallTimeout
@@ -71,6 +87,34 @@ def dra_protos():
         _dra_pb = dra_pb2
     return _dra_pb
 
+
+_health_pb = None
+
+
+def health_protos():
+    """drahealth_pb2 from src/rpc/proto/drahealth.proto (one message set for v1alpha1 and v1),
+    generated once per process."""
+    global _health_pb
+    if _health_pb is None:
+        src = REPO / "src" / "rpc" / "proto" / "drahealth.proto"
+        out = tempfile.mkdtemp(dir="/tmp", prefix="rdpdrahealth")
+        subprocess.run(["protoc", "--python_out=" + out, "-I", str(src.parent), str(src)],
+                       check=True)
+        sys.path.insert(0, out)
+        import drahealth_pb2  # noqa: E402
+        _health_pb = drahealth_pb2
+    return _health_pb
+
+
+def pick_health_service(version, supported, gate):
+    """The DRAResourceHealth service a kubelet of that version opens for a plugin listing
+    supported, or None."""
+    if version in ("1.34", "1.35"):
+        return "v1alpha1.DRAResourceHealth" if gate else None
+    if not gate:
+        return None
+    return next((h for h in HEALTH_SERVICES_BY_VERSION.get(version, []) if h in supported),
+                None)
 
 def go_q(items):
     """Go's %q of a []string: ["a" "b"]."""
@@ -100,6 +144,12 @@ class Plugin:
         self.ever_connected = False
         self.time = time.monotonic()
         self.closed = False
+        self.health_service = None      # the DRAResourceHealth service opened, or None
+        self.health = {}                # (pool, device) -> (health name, message, updated, timeout)
+        self.health_responses = []      # (monotonic time, [(pool, device, health, message)])
+        self.health_errors = []         # (monotonic time, grpc code name) of ended streams
+        self.health_streams = 0         # streams opened
+        self._health_call = None
         try:  # grpc.NewClient + conn.Connect(): start connecting now
             self.channel._channel.check_connectivity_state(True)
         except Exception:  # noqa: BLE001 - private API missing: the first call connects
@@ -114,6 +164,9 @@ class Plugin:
 
     def close(self):
         self.closed = True
+        c = self._health_call
+        if c is not None:
+            c.cancel()
         self.channel.close()
 
 
@@ -128,9 +181,9 @@ def _claim_msg(pb, c):
     return pb.Claim(namespace=ns, name=name, uid=uid)
 
 
-class DRAKubelet:
+class DRAKubelet(kl.PluginWatcher):
     def __init__(self, root, node="node-a", api=None, wipe_delay=WIPE_DELAY, poll=0.05,
-                 dial_timeout=10, retry=True):
+                 dial_timeout=10, retry=True, version="1.35", health_gate=None):
         """root: kubelet's root dir (plugins_registry/ and plugins/ are created).
         api: a fake_apiserver.FakeAPIServer (kubelet gets its own token there) or None (no
         wiping). wipe_delay: seconds a driver may be unusable before its slices are wiped."""
@@ -150,6 +203,10 @@ class DRAKubelet:
             self.client = fake_apiserver.Client(api.base_url, api.ca_path, token=self.token,
                                                 timeout=10)
         self.wipe_delay = wipe_delay
+        self.version = version
+        # ResourceHealthStatus: alpha (off) in 1.34/1.35, beta (on) since 1.36
+        self.health_gate = (version not in ("1.34", "1.35")) if health_gate is None \
+            else health_gate
         self.poll = poll
         self.dial_timeout = dial_timeout
         self.retry = retry
@@ -165,8 +222,7 @@ class DRAKubelet:
         self._known = set()       # drivers ever registered (to watch for wiping)
         self._pending = {}        # driver -> fire time (monotonic)
         self._wipe_backoff = {}   # driver -> last retry delay of a failed wipe
-        self._seen = {}           # socket -> (ino, mtime_ns)
-        self._retry = {}          # socket -> (next attempt, backoff, key)
+        self._watch_reset()
         self._stop = threading.Event()
         self._thread = None
 
@@ -191,8 +247,7 @@ class DRAKubelet:
         with self.cond:
             plugins = [p for ps in self.plugins.values() for p in ps]
             self.plugins = {}
-            self._seen = {}
-            self._retry = {}
+            self._watch_reset()
             self._pending = {}
             self._known = set()
             self.cond.notify_all()
@@ -278,7 +333,7 @@ class DRAKubelet:
     # -- the loop ---------------------------------------------------------------------------------
     def _loop(self):
         while not self._stop.is_set():
-            self._scan()
+            self._scan_registry(self.retry)
             self._watch_connections()
             self._sync_wipes()
             self._stop.wait(self.poll)
@@ -305,46 +360,7 @@ class DRAKubelet:
             with self.cond:
                 self.cond.notify_all()
 
-    def _scan(self):
-        try:
-            entries = sorted(os.listdir(self.registry_dir))
-        except FileNotFoundError:
-            entries = []
-        present = set()
-        for e in entries:
-            if e.startswith("."):
-                continue
-            p = self.registry_dir / e
-            try:
-                st = os.lstat(p)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISSOCK(st.st_mode):
-                continue
-            present.add(str(p))
-            key = (st.st_ino, st.st_mtime_ns)
-            r = self._retry.get(str(p))
-            if self._seen.get(str(p)) == key:
-                if r is None or r[2] != key or time.monotonic() < r[0]:
-                    continue
-            else:
-                if self._seen.get(str(p)) is not None:
-                    self._deregister_socket(str(p))  # a new socket at the same path
-                r = None
-                self._retry.pop(str(p), None)
-            self._seen[str(p)] = key
-            if self._register(p) == "retry" and self.retry:
-                backoff = min(r[1] * 2, 122.0) if r else 0.5
-                self._retry[str(p)] = (time.monotonic() + backoff, backoff, key)
-            else:
-                self._retry.pop(str(p), None)
-        for p in list(self._seen):
-            if p not in present:
-                del self._seen[p]
-                self._retry.pop(p, None)
-                self._deregister_socket(p)
-
-    def _deregister_socket(self, sock):
+    def _forget_socket(self, sock):
         gone = []
         with self.cond:
             for drv, ps in list(self.plugins.items()):
@@ -354,99 +370,117 @@ class DRAKubelet:
                     self.plugins[drv] = keep
                 else:
                     self.plugins.pop(drv, None)
+            if self.client is not None:
+                # the last plugin of a driver gone: its wipe is pending from now on (as
+                # _sync_wipes would arm it at the next poll; a waiter sees both at once)
+                now = time.monotonic()
+                for drv in {p.driver for p in gone}:
+                    if drv in self._known and not self._usable(drv):
+                        self._pending.setdefault(drv, now + self.wipe_delay)
             self.cond.notify_all()
         for p in gone:
             p.close()
 
-    def _error(self, text):
+    def _handle_plugin(self, path, info):
+        """kubelet's DRA handler: ValidatePlugin (type, the first supported service in the
+        plugin's order), then RegisterPlugin (one plugin per driver and endpoint)."""
         with self.cond:
-            self.errors.append(text)
-            self.cond.notify_all()
+            self.infos.append((str(path), info))
+        endpoint = info.endpoint or str(path)
+        versions = list(info.supported_versions)
+        if info.type != "DRAPlugin":
+            return ("RegisterPlugin error -- no handler registered for plugin type: %s at "
+                    "socket %s" % (info.type, path), "retry", None)
+        chosen = next((v for v in versions if v in SERVICES_SUPPORTED_BY_KUBELET), None)
+        why = None
+        if not versions:
+            why = "empty list of supported gRPC services (aka supported versions)"
+        elif chosen is None:
+            why = "none of services supported by the plugin (%s) are supported by the " \
+                  "kubelet (%s)" % (go_q(versions), go_q(SERVICES_SUPPORTED_BY_KUBELET))
+        if why:
+            return ("RegisterPlugin error -- plugin validation failed with err: invalid "
+                    "supported gRPC versions of DRA driver plugin %s at endpoint %s: %s" % (
+                        info.name, endpoint, why), "retry", None)
+        with self.cond:
+            dup = any(p.endpoint == endpoint for p in self.plugins.get(info.name, []))
+        if dup:
+            return ("RegisterPlugin error -- plugin registration failed with err: endpoint %s "
+                    "already registered for DRA driver plugin %s" % (endpoint, info.name),
+                    None, None)
+        return None, None, Plugin(info.name, endpoint, str(path), chosen, info)
 
-    def _register(self, path):
-        rpb = self.rpb
-        try:
-            ch = kl.dial(path, authority=None, timeout=self.dial_timeout)
-        except Exception as e:  # noqa: BLE001
-            self._error("dial %s: %r" % (path, e))
-            return "retry"
-        try:
+    def _add_plugin(self, plugin):
+        self.plugins.setdefault(plugin.driver, []).append(plugin)
+        self.registrations.append(plugin)
+        self._known.add(plugin.driver)
+        # DRAPluginManager.add: the health stream's goroutine, for the service this kubelet
+        # version picks
+        plugin.health_service = pick_health_service(self.version,
+                                                    list(plugin.info.supported_versions),
+                                                    self.health_gate)
+        if plugin.health_service:
+            threading.Thread(target=self._health_loop, args=(plugin,), daemon=True).start()
+
+    # -- health -----------------------------------------------------------------------------------
+    def _health_loop(self, p):
+        """DRAPluginManager.add's goroutine: NodeWatchResources, again 5 s after it ends."""
+        hpb = health_protos()
+        fn = p.channel.unary_stream(HEALTH_PATH[p.health_service],
+                                    request_serializer=hpb.NodeWatchResourcesRequest
+                                    .SerializeToString,
+                                    response_deserializer=hpb.NodeWatchResourcesResponse
+                                    .FromString)
+        names = {0: "Unknown", 1: "Healthy", 2: "Unhealthy"}
+        while not p.closed and not self._stop.is_set():
             try:
-                info = kl.stub(ch, kl.REG + "GetInfo", rpb.InfoRequest, rpb.PluginInfo)(
-                    rpb.InfoRequest(), timeout=1)
-            except grpc.RpcError as e:
-                self._error("RegisterPlugin error -- failed to get plugin info using RPC "
-                            "GetInfo at socket %s, err: %s" % (path, e.details()))
-                return "retry"
-            with self.cond:
-                self.infos.append((str(path), info))
-            notify = kl.stub(ch, kl.REG + "NotifyRegistrationStatus", rpb.RegistrationStatus,
-                             rpb.RegistrationStatusResponse)
-            endpoint = info.endpoint or str(path)
-            err, outcome, plugin = None, None, None
-            versions = list(info.supported_versions)
-            if info.type != "DRAPlugin":
-                err = "RegisterPlugin error -- no handler registered for plugin type: %s at " \
-                      "socket %s" % (info.type, path)
-                outcome = "retry"
-            else:
-                chosen = next((v for v in versions if v in SERVICES_SUPPORTED_BY_KUBELET), None)
-                why = None
-                if not versions:
-                    why = "empty list of supported gRPC services (aka supported versions)"
-                elif chosen is None:
-                    why = "none of services supported by the plugin (%s) are supported by the " \
-                          "kubelet (%s)" % (go_q(versions), go_q(SERVICES_SUPPORTED_BY_KUBELET))
-                if why:
-                    err = "RegisterPlugin error -- plugin validation failed with err: invalid " \
-                          "supported gRPC versions of DRA driver plugin %s at endpoint %s: %s" % (
-                              info.name, endpoint, why)
-                    outcome = "retry"
-                else:
+                call = fn(hpb.NodeWatchResourcesRequest())
+                p._health_call = call
+                with self.cond:
+                    p.health_streams += 1
+                for resp in call:
+                    now = time.monotonic()
+                    got = []
                     with self.cond:
-                        dup = any(p.endpoint == endpoint
-                                  for p in self.plugins.get(info.name, []))
-                    if dup:
-                        err = "RegisterPlugin error -- plugin registration failed with err: " \
-                              "endpoint %s already registered for DRA driver plugin %s" % (
-                                  endpoint, info.name)
-                    else:
-                        plugin = Plugin(info.name, endpoint, str(path), chosen, info)
-            try:
-                notify(rpb.RegistrationStatus(plugin_registered=err is None, error=err or ""),
-                       timeout=5)
+                        for dh in resp.devices:
+                            key = (dh.device.pool_name, dh.device.device_name)
+                            msg = dh.message if len(dh.message) <= 1024 else \
+                                dh.message[:1021] + "..."
+                            p.health[key] = (names.get(dh.health, "Unknown"), msg,
+                                             dh.last_updated_time,
+                                             dh.health_check_timeout_seconds)
+                            got.append((key[0], key[1], names.get(dh.health, "Unknown"), msg))
+                        p.health_responses.append((now, got))
+                        self.cond.notify_all()
+                code = "stream ended"
             except grpc.RpcError as e:
-                self._error("notify %s: %s" % (path, e.details()))
+                code = str(e.code())
             with self.cond:
-                self.notified.append((str(path), err is None, err))
-                if err:
-                    self.errors.append(err)
-                if plugin is not None:
-                    self.plugins.setdefault(plugin.driver, []).append(plugin)
-                    self.registrations.append(plugin)
-                    self._known.add(plugin.driver)
+                p.health_errors.append((time.monotonic(), code))
                 self.cond.notify_all()
-            return outcome
-        finally:
-            ch.close()
+            if p.closed or self._stop.wait(HEALTH_RETRY):
+                return
+
+    def device_health(self, driver, pool, device):
+        """(health, message) as kubelet puts it in allocatedResourcesStatus: the last report,
+        Unknown once it is older than its timeout or when there is none."""
+        p = self.plugin(driver)
+        with self.cond:
+            h = p.health.get((pool, device))
+        if h is None:
+            return ("Unknown", "")
+        timeout = h[3] if h[3] > 0 else HEALTH_DEFAULT_TIMEOUT
+        if time.time() > h[2] + timeout:
+            return ("Unknown", h[1])
+        return (h[0], h[1])
 
     # -- what tests ask ---------------------------------------------------------------------------
     def wait(self, pred, timeout=30, what="condition"):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                v = pred()
-                if v:
-                    return v
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("dra kubelet: timed out waiting for %s; plugins=%r "
-                                       "errors=%r wipes=%r" % (
-                                           what, {d: [(p.endpoint, p.service, p.connected)
-                                                      for p in ps]
-                                                  for d, ps in self.plugins.items()},
-                                           self.errors[-4:], self.wipes[-4:]))
-                self.cond.wait(min(left, 0.1))
+        return waits.wait_until(self.cond, pred, timeout, lambda: (
+            "dra kubelet: timed out waiting for %s; plugins=%r errors=%r wipes=%r" % (
+                what, {d: [(p.endpoint, p.service, p.connected) for p in ps]
+                       for d, ps in self.plugins.items()}, self.errors[-4:], self.wipes[-4:])),
+            step=0.1)
 
     def wait_registered(self, driver, after=0, connected=True, timeout=30):
         """Waits for the (after+1)-th or a later registration of driver, still registered (and

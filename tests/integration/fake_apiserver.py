@@ -50,6 +50,8 @@ import time
 import urllib.parse
 import uuid
 
+import waits
+
 GROUP = "resource.k8s.io"
 RV1 = "/apis/resource.k8s.io/v1"
 SLICES = RV1 + "/resourceslices"
@@ -712,6 +714,7 @@ class FakeAPIServer:
         self.nodes = {}
         self._slices = {}
         self._claims = {}
+        self._ns_labels = {}
         self._tokens = {}  # token -> expiry (monotonic) or None
         self.token_dir = self.dir / "serviceaccount"
         self.token_file = self.token_dir / "token"
@@ -927,12 +930,31 @@ class FakeAPIServer:
             m["generation"] = 1
         m["resourceVersion"] = self._next_rv()
 
+    ADMIN_LABEL = "resource.kubernetes.io/admin-access"
+
+    def label_namespace(self, namespace, labels):
+        """Sets a namespace's labels (test API; namespaces exist implicitly)."""
+        with self._lock:
+            self._ns_labels[namespace] = dict(labels)
+
     def put_claim(self, claim):
         """Creates or replaces a ResourceClaim (test API); uid/creationTimestamp are kept when
-        given; resourceVersion is set. Returns a copy."""
+        given; resourceVersion is set. Returns a copy. As the 1.36+ API server
+        (pkg/registry/resource/resourceclaim strategy, DRAAdminAccess): a claim with an
+        admin-access request or result is refused (ValueError) unless its namespace carries the
+        label resource.kubernetes.io/admin-access=true."""
         with self._lock:
             c = json.loads(json.dumps(claim))
             m = c.setdefault("metadata", {})
+            reqs = ((c.get("spec") or {}).get("devices") or {}).get("requests") or []
+            res = ((((c.get("status") or {}).get("allocation") or {}).get("devices") or {})
+                   .get("results") or [])
+            admin = any((r.get("exactly") or {}).get("adminAccess") for r in reqs) or \
+                any(r.get("adminAccess") for r in res)
+            ns = m.get("namespace", "default")
+            if admin and self._ns_labels.get(ns, {}).get(self.ADMIN_LABEL) != "true":
+                raise ValueError("admin access to devices requires the `%s: true` label on "
+                                 "the containing namespace %s" % (self.ADMIN_LABEL, ns))
             c.setdefault("apiVersion", GROUP + "/v1")
             c.setdefault("kind", "ResourceClaim")
             m.setdefault("namespace", "default")
@@ -961,21 +983,10 @@ class FakeAPIServer:
 
     def wait(self, pred, timeout=30, what="condition"):
         """Waits until pred() is true (checked on every change and every 0.1 s)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                v = pred()
-                if v:
-                    return v
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("fake apiserver: timed out waiting for %s; slices=%r "
-                                       "last requests=%r" % (
-                                           what, [s["metadata"]["name"] for s in
-                                                  self._slices.values()],
-                                           [(e["method"], e["path"], e["status"]) for e in
-                                            self.log[-8:]]))
-                self.cond.wait(min(left, 0.1))
+        return waits.wait_until(self.cond, pred, timeout, lambda: (
+            "fake apiserver: timed out waiting for %s; slices=%r last requests=%r" % (
+                what, [s["metadata"]["name"] for s in self._slices.values()],
+                [(e["method"], e["path"], e["status"]) for e in self.log[-8:]])), step=0.1)
 
     def _read_body(self, h):
         te = h.headers.get("Transfer-Encoding", "").lower()

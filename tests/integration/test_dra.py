@@ -70,13 +70,17 @@ def test_registers_and_publishes_the_pool(env, rdma_dp, fixtures_dir):
     d = start(env)
     p = env.kubelet.plugin(DRIVER)
     assert p.info.type == "DRAPlugin" and p.info.name == DRIVER
-    assert list(p.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    # DRAPlugin first (kubelet 1.34+ takes the first it supports), then DRAResourceHealth in
+    # kubelet 1.37's order of preference (test_dra_health.py)
+    assert list(p.info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                               "v1.DRAResourceHealth",
+                                               "v1alpha1.DRAResourceHealth"]
     assert p.info.endpoint == str(env.root / "plugins" / DRIVER / "dra.sock")
     assert p.service == "v1.DRAPlugin"
     slices = env.api.slices(NODE, DRIVER)
     assert len(slices) == 1
     s = slices[0]
-    assert s["metadata"]["name"].startswith("node-a-rdma.rdma-dp.io-")
+    assert s["metadata"]["name"].startswith("node-a-rdma.rdma-dp.io-000-")
     assert s["metadata"]["ownerReferences"] == [{
         "apiVersion": "v1", "kind": "Node", "name": NODE, "uid": env.node_uid,
         "controller": True}]
@@ -119,6 +123,25 @@ def test_big_node_is_split_at_128(env, fixtures_dir):
     assert all(len(s["spec"]["devices"]) <= 128 for s in slices)
     assert len(slices) == -(-n // 128) or n <= 128
     assert {s["spec"]["pool"]["resourceSliceCount"] for s in slices} == {len(slices)}
+    stopped_clean(d)
+
+
+def test_split_pool_slices_sort_as_their_devices(env, tmp_path):
+    """The 1.36+ allocator sorts a pool's slices by name and takes the first device that fits
+    (issue 21, point 8): the slice names carry their index ("<node>-<driver>-NNN-" + the
+    server's 5 random characters), so that order is the devices' name order, the driver's
+    preference."""
+    gen = REPO / "tests" / "fixtures" / "gen-fixtures.py"
+    subprocess.run(["/usr/bin/python3", str(gen), "--out", str(tmp_path), "--scale", "300"],
+                   check=True, capture_output=True)
+    d = start(env, tmp_path / "scale-300")
+    slices = env.api.slices(NODE, DRIVER)
+    assert len(slices) == 3
+    by_name = sorted(slices, key=lambda s: s["metadata"]["name"])
+    for i, s in enumerate(by_name):
+        assert s["metadata"]["name"].startswith("%s-%s-%03d-" % (NODE, DRIVER, i))
+    order = [dev["name"] for s in by_name for dev in s["spec"]["devices"]]
+    assert order == sorted(order) and len(order) == 300
     stopped_clean(d)
 
 
@@ -173,6 +196,63 @@ def test_errors_are_per_claim(env):
     other = env.claim("other", [("nic", NODE, MLX5_0)])
     r = env.kubelet.prepare([other], check=False)
     assert "prepared for another claim" in r.claims[other["metadata"]["uid"]].error
+    stopped_clean(d)
+
+
+def test_admin_access_claims_beside_workload_claims(env):
+    """DRAAdminAccess (GA in 1.36): the scheduler gives a device in use to an admin-access
+    claim (a monitoring pod), and a device an admin claim has to a workload claim. Admin
+    results are prepared beside the device's other claims: an admin claim prepared after a
+    workload claim and one prepared before another workload claim both succeed; two workload
+    claims still exclude each other; a driver restart keeps knowing which is which."""
+    d = start(env)
+    with pytest.raises(ValueError, match="admin-access"):
+        env.claim("mon-unlabelled", [("mon", NODE, MLX5_0)], ns="monitoring", admin=True)
+    env.api.label_namespace("monitoring", {env.api.ADMIN_LABEL: "true"})
+
+    def uid(c):
+        return c["metadata"]["uid"]
+
+    def ok(resp, c, devices=(MLX5_0,)):
+        r = resp.claims[uid(c)]
+        assert not r.error, r.error
+        assert sorted(x.device_name for x in r.devices) == sorted(devices)
+        assert (env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid(c))).exists()
+
+    # a workload claim first, then an admin claim on its device
+    w1 = env.claim("w1", [("nic", NODE, MLX5_0)])
+    ok(env.kubelet.prepare([w1]), w1)
+    a1 = env.claim("mon1", [("mon", NODE, MLX5_0)], ns="monitoring", admin=True)
+    ok(env.kubelet.prepare([a1]), a1)
+    # two workload claims still exclude each other, admin claim or not
+    w2 = env.claim("w2", [("nic", NODE, MLX5_0)])
+    r = env.kubelet.prepare([w2], check=False)
+    assert "prepared for another claim, default/w1" in r.claims[uid(w2)].error
+    ck = json.loads(env.checkpoint.read_text())["claims"]
+    assert ck[uid(a1)]["devices"][0]["admin_access"] is True
+    assert "admin_access" not in ck[uid(w1)]["devices"][0]
+    env.kubelet.unprepare([w1, w2])
+
+    # an admin claim first (a1 still prepared, and a second one), then a workload claim
+    a2 = env.claim("mon2", [("mon", NODE, MLX5_0), ("mon", NODE, MLX5_3)], ns="monitoring",
+                   admin=True)
+    ok(env.kubelet.prepare([a2]), a2, (MLX5_0, MLX5_3))
+    w3 = env.claim("w3", [("nic", NODE, MLX5_0), ("nic", NODE, MLX5_3)])
+    ok(env.kubelet.prepare([w3]), w3, (MLX5_0, MLX5_3))
+
+    # after a restart, from the checkpoint: w3 still holds its devices, admin claims do not
+    stopped_clean(d)
+    d = start(env)
+    w4 = env.claim("w4", [("nic", NODE, MLX5_3)])
+    r = env.kubelet.prepare([w4], check=False)
+    assert "prepared for another claim, default/w3" in r.claims[uid(w4)].error
+    a3 = env.claim("mon3", [("mon", NODE, MLX5_3)], ns="monitoring", admin=True)
+    ok(env.kubelet.prepare([a3]), a3, (MLX5_3,))
+    env.kubelet.unprepare([w3])
+    ok(env.kubelet.prepare([w4]), w4, (MLX5_3,))
+    env.kubelet.unprepare([a1, a2, a3, w4])
+    assert json.loads(env.checkpoint.read_text())["claims"] == {}
+    assert env.cdi_specs() == []
     stopped_clean(d)
 
 

@@ -20,8 +20,8 @@ static char *ids_a[] = {id0};
 static char nic[] = "nic", pool[] = "node-a", d18[] = "pci-0000-18-00-0", d19[] = "pci-0000-19-00-0";
 static char ns[] = "ns", c1[] = "c1", spec[] = "/var/run/cdi/rdma-dp.io-claim_u1.json";
 static struct rdp_dra_ckpt_device devs_a[] = {
-	{nic, pool, d18, ids_a, 1},
-	{nic, pool, d19, NULL, 0},
+	{nic, pool, d18, ids_a, 1, false},
+	{nic, pool, d19, NULL, 0, false},
 };
 
 static struct rdp_dra_ckpt_claim claim(const char *uid, enum rdp_dra_claim_state st)
@@ -186,6 +186,10 @@ static void test_files(void)
 		{"{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\",\"name\":\"c\","
 		 "\"state\":\"prepared\",\"devices\":[],\"cdi_spec\":\"\",\"extra\":0}}}",
 		 "unknown or missing", -EBADMSG},
+		{"{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\",\"name\":\"c\","
+		 "\"state\":\"prepared\",\"devices\":[{\"request\":\"r\",\"pool\":\"p\","
+		 "\"device\":\"d\",\"cdi_ids\":[],\"admin_access\":1}],\"cdi_spec\":\"\"}}}",
+		 "admin_access is not a boolean", -EBADMSG},
 		{"{\"version\":1,\"claims\":{\"u\":1,\"u\":2}}", "not JSON", -EBADMSG},
 		{"{\"version\":1,\"claims\":{\"\":{\"namespace\":\"n\",\"name\":\"c\","
 		 "\"state\":\"prepared\",\"devices\":[],\"cdi_spec\":\"\"}}}", "UID", -EBADMSG},
@@ -267,8 +271,41 @@ static void test_files(void)
 	EXPECT_EQ(rmdir(dir), 0);
 }
 
+/* An admin-access device is recorded as "admin_access": true and read back; a workload
+ * device carries no such key (the files of older versions load unchanged). */
+static void test_admin_access(void)
+{
+	struct rdp_dra_checkpoint c = {0}, back = {0};
+	struct rdp_dra_ckpt_device devs[2] = {
+		{.request = nic, .pool = pool, .device = d18, .cdi_ids = ids_a, .n_cdi_ids = 1,
+		 .admin_access = true},
+		{.request = nic, .pool = pool, .device = d19},
+	};
+	struct rdp_dra_ckpt_claim cl = claim("u1", RDP_DRA_PREPARE_STARTED);
+	char *t = NULL, *err = NULL;
+
+	cl.devices = devs;
+	cl.n_devices = 2;
+	EXPECT_EQ(rdp_dra_checkpoint_put(&c, &cl), 0);
+	cl.state = RDP_DRA_PREPARED;
+	EXPECT_EQ(rdp_dra_checkpoint_put(&c, &cl), 0);
+	EXPECT_EQ(rdp_dra_checkpoint_render(&c, &t), 0);
+	EXPECT_CONTAINS(t, "\"admin_access\": true");
+	EXPECT_TRUE(strstr(t, "\"admin_access\": false") == NULL);
+	EXPECT_EQ(rdp_dra_checkpoint_parse(t, strlen(t), &back, &err), 0);
+	EXPECT_EQ(back.n_claims, 1);
+	if (back.n_claims == 1 && back.claims[0].n_devices == 2) {
+		EXPECT_TRUE(back.claims[0].devices[0].admin_access);
+		EXPECT_TRUE(!back.claims[0].devices[1].admin_access);
+	}
+	rdp_free(t);
+	rdp_dra_checkpoint_done(&c);
+	rdp_dra_checkpoint_done(&back);
+}
+
 int main(void)
 {
+	test_admin_access();
 	test_states();
 	test_memory();
 	test_files();

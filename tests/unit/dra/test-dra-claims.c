@@ -88,6 +88,43 @@ static void test_valid(void)
 	rdp_dra_claim_done(&c);
 }
 
+/* results[].adminAccess: read per result; absent or null is false; another type is refused. */
+static void test_admin_access(void)
+{
+	struct rdp_dra_claim c = {0};
+	char *err = NULL, *s;
+
+	s = claim(UID, true, "{\"request\":\"mon\",\"driver\":\"" DRV "\",\"pool\":\"node-a\","
+			     "\"device\":\"pci-0000-18-00-0\",\"adminAccess\":true},"
+			     "{\"request\":\"nic\",\"driver\":\"" DRV "\",\"pool\":\"node-a\","
+			     "\"device\":\"pci-0000-19-00-0\",\"adminAccess\":false},"
+			     "{\"request\":\"n3\",\"driver\":\"" DRV "\",\"pool\":\"node-a\","
+			     "\"device\":\"pci-0000-19-00-0\",\"adminAccess\":null},"
+			     R("n4", DRV, "node-a", "pci-0000-18-00-0"));
+	EXPECT_EQ(parse(s, &c, &err), 0);
+	EXPECT_EQ(c.n_results, 4);
+	if (c.n_results == 4) {
+		EXPECT_TRUE(c.results[0].admin_access);
+		EXPECT_TRUE(!c.results[1].admin_access);
+		EXPECT_TRUE(!c.results[2].admin_access);
+		EXPECT_TRUE(!c.results[3].admin_access);
+	}
+	rdp_free(s);
+	rdp_dra_claim_done(&c);
+	s = claim(UID, true, "{\"request\":\"mon\",\"driver\":\"" DRV "\",\"pool\":\"node-a\","
+			     "\"device\":\"pci-0000-18-00-0\",\"adminAccess\":\"true\"}");
+	EXPECT_EQ(parse(s, &c, &err), -EBADMSG);
+	EXPECT_CONTAINS(err, "adminAccess is not a boolean");
+	rdp_free(err);
+	rdp_free(s);
+	/* another driver's odd adminAccess is not ours to judge */
+	s = claim(UID, true, "{\"request\":\"g\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"p\","
+			     "\"device\":\"gpu-0\",\"adminAccess\":1}");
+	EXPECT_EQ(parse(s, &c, NULL), 0);
+	rdp_free(s);
+	rdp_dra_claim_done(&c);
+}
+
 static void expect_error(const char *s, int want, const char *text)
 {
 	struct rdp_dra_claim c = {0};
@@ -240,6 +277,7 @@ int main(void)
 {
 	setup();
 	test_valid();
+	test_admin_access();
 	test_errors();
 	test_hostile();
 	test_base_request();

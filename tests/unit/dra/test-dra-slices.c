@@ -245,7 +245,7 @@ static void test_split(void)
 			char *s = json_dumps(json_array_get(slices, 0), JSON_SORT_KEYS | JSON_COMPACT);
 			EXPECT_STREQ(s,
 				     "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\","
-				     "\"metadata\":{\"generateName\":\"node-a-rdma.rdma-dp.io-\","
+				     "\"metadata\":{\"generateName\":\"node-a-rdma.rdma-dp.io-000-\","
 				     "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"controller\":true,"
 				     "\"kind\":\"Node\",\"name\":\"node-a\","
 				     "\"uid\":\"0b7e6c1e-7c39-4a55-9d56-1a2b3c4d5e6f\"}]},"
@@ -400,15 +400,91 @@ static json_t *as_found(json_t *desired, long long gen, const char *prefix)
 
 	rdp_dra_slices_set_generation(f, gen);
 	json_array_foreach(f, i, s) {
-		char name[64];
+		char name[128];
 		json_t *m = json_object_get(s, "metadata");
 
-		snprintf(name, sizeof(name), "%s%zu", prefix, i);
+		/* as the API server names it: the generateName and a random suffix */
+		snprintf(name, sizeof(name), "%s%s%zu",
+			 json_string_value(json_object_get(m, "generateName")), prefix, i);
 		json_object_del(m, "generateName");
 		json_object_set_new(m, "name", json_string(name));
 		json_object_set_new(m, "resourceVersion", json_string("42"));
 	}
 	return f;
+}
+
+/* generateName: the slice's index, three digits, kept within the server's 58 characters. */
+static void test_generate_name(void)
+{
+	char buf[128];
+	const char *long_node = "ip-10-0-1-23.us-west-2.compute.internal";
+
+	EXPECT_EQ(rdp_dra_slice_generate_name("node-a", "rdma.rdma-dp.io", 0, buf, sizeof(buf)),
+		  27);
+	EXPECT_STREQ(buf, "node-a-rdma.rdma-dp.io-000-");
+	EXPECT_EQ(rdp_dra_slice_generate_name("node-a", "rdma.rdma-dp.io", 12, buf, sizeof(buf)),
+		  27);
+	EXPECT_STREQ(buf, "node-a-rdma.rdma-dp.io-012-");
+	/* "ip-...internal-rdma.rdma-dp.io" is 55: cut to 53, the '.' it ends in dropped */
+	EXPECT_EQ(rdp_dra_slice_generate_name(long_node, "rdma.rdma-dp.io", 7, buf, sizeof(buf)),
+		  57);
+	EXPECT_STREQ(buf, "ip-10-0-1-23.us-west-2.compute.internal-rdma.rdma-dp-007-");
+	EXPECT_TRUE(strlen(buf) <= RDP_DRA_GENERATE_NAME_MAX);
+	EXPECT_EQ(rdp_dra_slice_generate_name("n", "d", 1000, buf, sizeof(buf)), -EINVAL);
+	EXPECT_EQ(rdp_dra_slice_generate_name("n", "d", 1, buf, 4), -ENOBUFS);
+	/* the slices of a split pool sort by name as their devices do */
+	{
+		struct rdp_host *h = fake_host(300);
+		struct rdp_dra_inventory inv = {0};
+		json_t *sl = NULL;
+
+		EXPECT_EQ(rdp_dra_inventory_build(h, &inv), 0);
+		EXPECT_EQ(rdp_dra_slices_build(&node, &inv, 1, &sl), 0);
+		for (size_t i = 1; i < json_array_size(sl); i++) {
+			const char *a = json_string_value(json_object_get(json_object_get(
+				json_array_get(sl, i - 1), "metadata"), "generateName"));
+			const char *b = json_string_value(json_object_get(json_object_get(
+				json_array_get(sl, i), "metadata"), "generateName"));
+
+			EXPECT_TRUE(a && b && strcmp(a, b) < 0);
+		}
+		json_decref(sl);
+		rdp_dra_inventory_done(&inv);
+		rdp_host_free(h);
+	}
+}
+
+/* resource.kubernetes.io/pciBusID is the device's own address: a PF's, never an SF's (whose
+ * pciAddress is its PF's). */
+static void test_sf_pci_bus_id(void)
+{
+	struct rdp_host *h = fake_host(2);
+	struct rdp_dra_inventory inv = {0};
+	const char *bus = "resource.kubernetes.io/pciBusID";
+
+	snprintf(h->devices[1].pci_address, sizeof(h->devices[1].pci_address), "%s",
+		 h->devices[0].pci_address);
+	h->devices[1].is_sf = true;
+	h->devices[1].sf_num = 2;
+	EXPECT_EQ(rdp_dra_inventory_build(h, &inv), 0);
+	EXPECT_EQ(inv.n_devs, 2);
+	for (size_t i = 0; i < inv.n_devs; i++) {
+		json_t *d = rdp_dra_device_json(&inv, &inv.devs[i], node.driver);
+		json_t *a = json_object_get(d, "attributes");
+		bool sf = rdp_dra_dev_device(&inv, &inv.devs[i])->is_sf;
+
+		EXPECT_TRUE(d != NULL);
+		EXPECT_STREQ(json_string_value(json_object_get(json_object_get(a, "pciAddress"),
+							       "string")), "0000:00:00.0");
+		if (sf)
+			EXPECT_TRUE(json_object_get(a, bus) == NULL);
+		else
+			EXPECT_STREQ(json_string_value(json_object_get(json_object_get(a, bus),
+								       "string")), "0000:00:00.0");
+		json_decref(d);
+	}
+	rdp_dra_inventory_done(&inv);
+	rdp_host_free(h);
 }
 
 static void test_compare(void)
@@ -440,7 +516,7 @@ static void test_compare(void)
 	EXPECT_STREQ(rdp_dra_sync_action_name(sy.action), "update");
 	put = rdp_dra_slice_for_update(json_array_get(d, 0), json_array_get(f, sy.update_index));
 	EXPECT_STREQ(json_string_value(json_object_get(json_object_get(put, "metadata"), "name")),
-		     "s0");
+		     "node-a-rdma.rdma-dp.io-000-s0");
 	EXPECT_STREQ(json_string_value(json_object_get(json_object_get(put, "metadata"),
 						       "resourceVersion")), "42");
 	EXPECT_TRUE(!json_object_get(json_object_get(put, "metadata"), "generateName"));
@@ -454,6 +530,31 @@ static void test_compare(void)
 	EXPECT_EQ(rdp_dra_slices_compare(f, d300, &sy), 0);
 	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
 	EXPECT_EQ(sy.generation, 9);
+	/* the same slices named without the index (as before issue 21): recreate, so that the
+	 * allocator's name order becomes the devices' order */
+	{
+		json_t *g = json_deep_copy(f), *sl;
+		size_t i;
+
+		json_array_foreach(g, i, sl) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "node-a-rdma.rdma-dp.io-x%zu", i);
+			json_object_set_new(json_object_get(sl, "metadata"), "name",
+					    json_string(name));
+		}
+		EXPECT_EQ(rdp_dra_slices_compare(g, d300, &sy), 0);
+		EXPECT_EQ(sy.action, RDP_DRA_SYNC_RECREATE);
+		EXPECT_EQ(sy.generation, 10);
+		/* one slice (not split): its name does not matter */
+		json_decref(g);
+		g = as_found(d, 4, "s");
+		json_object_set_new(json_object_get(json_array_get(g, 0), "metadata"), "name",
+				    json_string("node-a-rdma.rdma-dp.io-abcde"));
+		EXPECT_EQ(rdp_dra_slices_compare(g, d, &sy), 0);
+		EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
+		json_decref(g);
+	}
 	/* mixed generations: recreate with the highest + 1 */
 	json_object_set_new(json_object_get(json_object_get(json_array_get(f, 1), "spec"), "pool"),
 			    "generation", json_integer(11));
@@ -510,6 +611,8 @@ int main(void)
 	test_names();
 	test_split();
 	test_validator();
+	test_generate_name();
+	test_sf_pci_bus_id();
 	test_compare();
 	if (fixtures) {
 		test_dgx(fixtures);
