@@ -11,6 +11,7 @@ int cmd_doctor(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_kube_get(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
+int cmd_hook(int argc, char **argv);
 
 /* Prints "rdma-dp <version>" to stdout; for every sub-command's --version. */
 void cli_print_version(void);

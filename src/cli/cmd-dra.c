@@ -13,6 +13,8 @@
 #include "dra-driver.h"
 #include "dra-slices.h"
 #include "kube-client.h"
+#include "memlock.h"
+#include "oci-hook.h"
 
 static void help(void)
 {
@@ -29,6 +31,11 @@ static void help(void)
 	       "      --driver-name NAME       the driver (default %s)\n"
 	       "      --kubelet-root-dir DIR   kubelet's root directory (default %s)\n"
 	       "      --cdi-spec-dir DIR       where the claims' CDI specs go (default %s)\n"
+	       "      --memlock VALUE          RLIMIT_MEMLOCK of the claims' containers, set by\n"
+	       "                               the specs' OCI hook: unlimited (default), a size\n"
+	       "                               (64Gi), or 0 to leave the runtime's limit alone\n"
+	       "      --memlock-hook PATH      the host path of rdma-dp the specs name as that\n"
+	       "                               hook (default " RDP_OCI_HOOK_DEFAULT_PATH "), or none\n"
 	       "      --sysfs-root DIR         read sysfs from DIR (default %s)\n"
 	       "      --dev-root DIR           read /dev from DIR (default %s)\n"
 	       "  The API server: in a pod, the service account's (KUBERNETES_SERVICE_HOST and\n"
@@ -51,12 +58,15 @@ static void help(void)
 int cmd_dra(int argc, char **argv)
 {
 	enum { OPT_NODE = 0x100, OPT_DRIVER, OPT_KUBELET, OPT_CDI, OPT_SYSFS, OPT_DEV, OPT_API,
-	       OPT_TOKEN, OPT_CA, OPT_API_NAME, OPT_SA_ROOT, OPT_VERSION };
+	       OPT_TOKEN, OPT_CA, OPT_API_NAME, OPT_SA_ROOT, OPT_VERSION, OPT_MEMLOCK,
+	       OPT_HOOK };
 	static const struct option longopts[] = {
 		{"node-name", required_argument, NULL, OPT_NODE},
 		{"driver-name", required_argument, NULL, OPT_DRIVER},
 		{"kubelet-root-dir", required_argument, NULL, OPT_KUBELET},
 		{"cdi-spec-dir", required_argument, NULL, OPT_CDI},
+		{"memlock", required_argument, NULL, OPT_MEMLOCK},
+		{"memlock-hook", required_argument, NULL, OPT_HOOK},
 		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
 		{"dev-root", required_argument, NULL, OPT_DEV},
 		{"api-server", required_argument, NULL, OPT_API},
@@ -70,7 +80,8 @@ int cmd_dra(int argc, char **argv)
 		{"version", no_argument, NULL, OPT_VERSION},
 		{0},
 	};
-	struct rdp_dra_options o = {0};
+	struct rdp_dra_options o = {.memlock = RDP_MEMLOCK_UNLIMITED,
+				    .memlock_hook = RDP_OCI_HOOK_DEFAULT_PATH};
 	int c;
 
 	optind = 1;
@@ -87,6 +98,25 @@ int cmd_dra(int argc, char **argv)
 			break;
 		case OPT_CDI:
 			o.cdi_spec_dir = optarg;
+			break;
+		case OPT_MEMLOCK:
+			if (rdp_memlock_parse(optarg, &o.memlock) < 0) {
+				fprintf(stderr, "rdma-dp dra: --memlock: '%s' is not \"unlimited\", "
+					"a size (bytes, or with Ki, Mi, Gi, Ti) or 0\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_HOOK:
+			if (strcmp(optarg, "none") == 0) {
+				o.memlock_hook = NULL;
+				break;
+			}
+			if (optarg[0] != '/') {
+				fprintf(stderr, "rdma-dp dra: --memlock-hook: '%s' is not an absolute "
+					"path or \"none\"\n", optarg);
+				return 2;
+			}
+			o.memlock_hook = optarg;
 			break;
 		case OPT_SYSFS:
 			o.sysfs_root = optarg;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "http-server.h"
+#include "oci-hook.h"
 #include "discovery.h"
 
 static void serve_usage(FILE *f)
@@ -38,6 +39,13 @@ static void serve_usage(FILE *f)
 		"                              (kubelet >= 1.28 with containerd >= 1.7.2 or "
 		"CRI-O >= 1.28)\n"
 		"      --cdi-spec-dir DIR      where the specs go (default %s)\n"
+		"      --memlock-hook PATH     the host path of rdma-dp that the specs name as "
+		"their\n"
+		"                              OCI hook raising RLIMIT_MEMLOCK (config key "
+		"\"memlock\";\n"
+		"                              default " RDP_OCI_HOOK_DEFAULT_PATH ", where the "
+		"DaemonSet\n"
+		"                              installs it); \"none\": no hook in the specs\n"
 		"      --metrics-address ADDR  serve GET /metrics (Prometheus), /healthz and "
 		"/readyz\n"
 		"                              on ADDR: IP:PORT, [IPv6]:PORT or :PORT (all "
@@ -57,7 +65,7 @@ static void serve_usage(FILE *f)
 int cmd_serve(int argc, char **argv)
 {
 	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_KUBELET, OPT_REG, OPT_VERSION, OPT_CDI,
-	       OPT_CDI_DIR, OPT_METRICS };
+	       OPT_CDI_DIR, OPT_METRICS, OPT_HOOK };
 	static const struct option longopts[] = {
 		{"config-file", required_argument, NULL, 'c'},
 		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
@@ -67,6 +75,7 @@ int cmd_serve(int argc, char **argv)
 		/* As k8s-rdma-shared-dev-plugin's (a Go bool flag: --use-cdi, --use-cdi=true). */
 		{"use-cdi", optional_argument, NULL, OPT_CDI},
 		{"cdi-spec-dir", required_argument, NULL, OPT_CDI_DIR},
+		{"memlock-hook", required_argument, NULL, OPT_HOOK},
 		{"metrics-address", required_argument, NULL, OPT_METRICS},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -119,6 +128,20 @@ int cmd_serve(int argc, char **argv)
 				return 2;
 			}
 			o.cdi_spec_dir = optarg;
+			break;
+		case OPT_HOOK:
+			if (strcmp(optarg, "none") == 0) {
+				o.no_memlock_hook = true;
+				o.memlock_hook = NULL;
+				break;
+			}
+			if (optarg[0] != '/' || strlen(optarg) >= 4096) {
+				fprintf(stderr, "rdma-dp serve: --memlock-hook: '%s' is not an "
+						"absolute path or \"none\"\n", optarg);
+				return 2;
+			}
+			o.no_memlock_hook = false;
+			o.memlock_hook = optarg;
 			break;
 		case OPT_METRICS: {
 			struct sockaddr_storage ss;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cdi.h"
+#include "oci-hook.h"
 #include "config.h"
 #include "device.h"
 #include "diag.h"
@@ -1056,8 +1057,11 @@ static int daemon_setup(struct daemon *d)
 		return k;
 	/* Without the dir (logged) the resources hand out device specs: serving goes on. */
 	if (o->use_cdi)
-		(void)rdp_resources_set_cdi(d->res, o->cdi_spec_dir ? o->cdi_spec_dir
-								    : RDP_DEFAULT_CDI_SPEC_DIR);
+		(void)rdp_resources_set_cdi(
+			d->res, o->cdi_spec_dir ? o->cdi_spec_dir : RDP_DEFAULT_CDI_SPEC_DIR,
+			o->no_memlock_hook ? NULL
+			: o->memlock_hook  ? o->memlock_hook
+					   : RDP_OCI_HOOK_DEFAULT_PATH);
 	k = rdp_resources_apply_config(d->res, d->config, NULL, NULL, NULL);
 	if (k < 0)
 		return k;

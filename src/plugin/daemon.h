@@ -37,6 +37,12 @@ struct rdp_daemon_options {
 	 */
 	bool use_cdi;
 	const char *cdi_spec_dir;
+	/*
+	 * --memlock-hook: the host path of the rdma-dp binary the specs name as their memlock
+	 * hook (oci-hook.h; RDP_OCI_HOOK_DEFAULT_PATH when NULL); no_memlock_hook: none at all.
+	 */
+	const char *memlock_hook;
+	bool no_memlock_hook;
 	/* --metrics-address: GET /metrics, /healthz, /readyz there (metrics-server.h); NULL: off */
 	const char *metrics_address;
 };
