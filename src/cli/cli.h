@@ -12,6 +12,7 @@ int cmd_metrics(int argc, char **argv);
 int cmd_kube_get(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
+int cmd_install_hook(int argc, char **argv);
 
 /* Prints "rdma-dp <version>" to stdout; for every sub-command's --version. */
 void cli_print_version(void);

@@ -13,15 +13,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "cli.h"
+#include "fileio.h"
 #include "macro.h"
 #include "memlock.h"
 #include "oci-hook.h"
@@ -161,5 +164,110 @@ int cmd_hook(int argc, char **argv)
 				   : "");
 		return 1;
 	}
+	return 0;
+}
+
+/*
+ * rdma-dp install-hook --to PATH: the DaemonSet's init container copies this binary (the
+ * image is FROM scratch: no shell, no cp) to the host path the CDI specs name as their hook,
+ * atomically (a temporary file in the same directory, fsync, rename: a runtime starting a
+ * container meanwhile runs the old binary or the new one), mode 0755. A file that already
+ * holds these bytes with that mode is left alone.
+ */
+#define INSTALL_MAX (256 * 1024 * 1024)
+
+static void install_help(void)
+{
+	printf("Usage: rdma-dp install-hook --to PATH\n"
+	       "\n"
+	       "Copy this rdma-dp binary to PATH (atomically, mode 0755), where the CDI specs of\n"
+	       "'serve --use-cdi' and 'dra' name it as their memlock hook (--memlock-hook, default\n"
+	       "%s on the host). For the DaemonSet's init container.\n"
+	       "\n"
+	       "Options:\n"
+	       "      --to PATH   the destination (its directory must exist)\n"
+	       "  -h, --help      show this help\n"
+	       "      --version   show the version\n",
+	       RDP_OCI_HOOK_DEFAULT_PATH);
+}
+
+int cmd_install_hook(int argc, char **argv)
+{
+	enum { OPT_TO = 256, OPT_VERSION };
+	static const struct option opts[] = {
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ 0 },
+	};
+	_cleanup_free_ char *self = NULL, *old = NULL, *dir = NULL;
+	_cleanup_close_ int fd = -1, dfd = -1;
+	const char *to = NULL, *base;
+	size_t n = 0, n_old = 0;
+	struct stat st;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_TO:
+			to = optarg;
+			break;
+		case 'h':
+			install_help();
+			return 0;
+		case OPT_VERSION:
+			cli_print_version();
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (!to || to[0] != '/' || optind < argc) {
+		fprintf(stderr, "rdma-dp install-hook: --to PATH (absolute) is required, and "
+			"nothing else\n");
+		return 2;
+	}
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? -errno : rdp_read_file_fd(fd, INSTALL_MAX, &self, &n);
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp install-hook: reading /proc/self/exe: %s\n", strerror(-r));
+		return 1;
+	}
+	dir = rdp_strdup(to);
+	if (!dir) {
+		fprintf(stderr, "rdma-dp install-hook: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	base = strrchr(to, '/') + 1;
+	dir[base - to - 1 > 0 ? base - to - 1 : 1] = '\0';
+	if (!*base) {
+		fprintf(stderr, "rdma-dp install-hook: --to '%s' names a directory\n", to);
+		return 2;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		fprintf(stderr, "rdma-dp install-hook: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	/* Already there? */
+	{
+		_cleanup_close_ int ofd = openat(dfd, base, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+		if (ofd >= 0 && fstat(ofd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (st.st_mode & 07777) == 0755 && (size_t)st.st_size == n &&
+		    rdp_read_file_fd(ofd, INSTALL_MAX, &old, &n_old) == 0 && n_old == n &&
+		    memcmp(old, self, n) == 0) {
+			printf("rdma-dp install-hook: %s is this binary (rdma-dp %s), unchanged\n", to,
+			       RDP_VERSION);
+			return 0;
+		}
+	}
+	r = rdp_replace_file_at(dfd, base, ".rdma-dp-", ".tmp", self, n, 0755);
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp install-hook: writing %s: %s\n", to, strerror(-r));
+		return 1;
+	}
+	printf("rdma-dp install-hook: installed rdma-dp %s at %s (hook ABI %s)\n", RDP_VERSION, to,
+	       RDP_OCI_HOOK_ABI);
 	return 0;
 }

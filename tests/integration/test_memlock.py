@@ -229,3 +229,35 @@ def test_hook_refuses(rdma_dp, args, stdin, rc, msg):
     assert msg in r.stderr, r.stderr
     assert r.stderr.startswith(b"rdma-dp hook: ") or rc == 2 and b"rdma-dp" in r.stderr
     assert r.stderr.count(b"\n") == 1, r.stderr
+
+
+# ---- install-hook (the DaemonSet's init container) ------------------------------------------
+def test_install_hook_copies_the_binary(rdma_dp, tmp_path):
+    dest = tmp_path / "bin" / "rdma-dp"
+    r = subprocess.run([str(rdma_dp), "install-hook", "--to", str(dest)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and "No such file or directory" in r.stderr, r  # no directory
+    dest.parent.mkdir()
+    r = subprocess.run([str(rdma_dp), "install-hook", "--to", str(dest)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "installed" in r.stdout and "hook ABI 1" in r.stdout, r
+    assert dest.read_bytes() == pathlib.Path(rdma_dp).read_bytes()
+    assert dest.stat().st_mode & 0o7777 == 0o755
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["rdma-dp"]  # no temporary left
+    ino = dest.stat().st_ino
+    r = subprocess.run([str(rdma_dp), "install-hook", "--to", str(dest)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "unchanged" in r.stdout and dest.stat().st_ino == ino, r
+    # another binary there (an older rdma-dp): replaced, atomically (a new inode)
+    dest.write_bytes(b"#!/bin/sh\nexit 0\n")
+    r = subprocess.run([str(rdma_dp), "install-hook", "--to", str(dest)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "installed" in r.stdout
+    assert dest.read_bytes() == pathlib.Path(rdma_dp).read_bytes()
+    # the installed copy is a working hook
+    r = subprocess.run([str(dest), "hook", "--abi", "1", "--memlock", "1Gi"], input=b"[]",
+                       capture_output=True, timeout=30)
+    assert r.returncode == 1 and b"not an object" in r.stderr
+    r = subprocess.run([str(rdma_dp), "install-hook", "--to", "relative"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
