@@ -538,6 +538,13 @@ static void unpublish_status(struct daemon *d)
 
 /* inotify on kubelet's directories: kubelet restarts, our sockets deleted. */
 
+static bool exists(const char *path, mode_t type)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
 static void schedule_apply(struct daemon *d)
 {
 	if (d->apply_src)
@@ -573,7 +580,10 @@ static void kubelet_appeared(struct daemon *d, const char *why)
 	schedule_apply(d);
 }
 
-/* auto mode: kubelet.sock is the documented way, used as soon as it exists. */
+/*
+ * auto mode: the plugin watcher while plugins_registry exists, kubelet.sock otherwise; the
+ * mode follows kubelet when a restart brings plugins_registry or takes it away.
+ */
 static void switch_mode(struct daemon *d, enum rdp_registration_mode mode, const char *why)
 {
 	enum rdp_registration_mode old = d->mode;
@@ -603,11 +613,20 @@ static void switch_mode(struct daemon *d, enum rdp_registration_mode mode, const
 		inotify_rm_watch(d->inotify_fd, d->registry_dir.wd);
 		d->registry_dir.wd = -1;
 	}
+	if (d->registry_dir.wd < 0 && watch_needed(d, &d->registry_dir) && d->rewatch_src)
+		rdp_event_source_set_timer(d->rewatch_src, 1);
 }
 
 static void dir_gone(struct daemon *d, struct dirwatch *w)
 {
 	w->wd = -1;
+	/* auto: plugins_registry gone while kubelet.sock serves: kubelet.sock it is. */
+	if (d->auto_mode && w == &d->registry_dir &&
+	    d->mode == RDP_REGISTRATION_PLUGINS_REGISTRY && !exists(w->path, S_IFDIR) &&
+	    exists(d->kubelet_sock, S_IFSOCK)) {
+		switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "plugins_registry-gone");
+		return;
+	}
 	if (strcmp(w->path, sock_dir(d)) == 0)
 		rdp_log(RDP_LOG_WARNING, "socket-dir-gone", "dir=%s", rdp_log_q(w->path));
 	if (d->rewatch_src)
@@ -625,10 +644,12 @@ static void on_dir_event(struct daemon *d, struct dirwatch *w, const struct inot
 	}
 	if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && w == &d->plugin_dir &&
 	    strcmp(name, KUBELET_SOCK) == 0) {
-		if (d->mode == RDP_REGISTRATION_KUBELET_SOCK)
+		/* auto: a restarted kubelet may have brought plugins_registry along */
+		if (d->mode == RDP_REGISTRATION_KUBELET_SOCK && d->auto_mode &&
+		    exists(d->registry_dir.path, S_IFDIR))
+			switch_mode(d, RDP_REGISTRATION_PLUGINS_REGISTRY, "plugins_registry-exists");
+		else if (d->mode == RDP_REGISTRATION_KUBELET_SOCK)
 			kubelet_appeared(d, "kubelet.sock-created");
-		else if (d->auto_mode)
-			switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "kubelet.sock-created");
 		return;
 	}
 	if (ours && (ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
@@ -699,13 +720,10 @@ static int on_rewatch(struct rdp_event_source *s, void *userdata)
 			rdp_resources_restart_all(d->res);
 			schedule_apply(d);
 		}
-		/* kubelet.sock may have been created before the watch. */
-		if (w == &d->plugin_dir && d->mode != RDP_REGISTRATION_KUBELET_SOCK) {
-			struct stat st;
-
-			if (stat(d->kubelet_sock, &st) == 0 && S_ISSOCK(st.st_mode))
-				switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "kubelet.sock-found");
-		}
+		/* kubelet.sock may have been created before the watch (auto, no registry). */
+		if (w == &d->plugin_dir && d->mode != RDP_REGISTRATION_KUBELET_SOCK &&
+		    !exists(d->registry_dir.path, S_IFDIR) && exists(d->kubelet_sock, S_IFSOCK))
+			switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "kubelet.sock-found");
 	}
 	if (missing)
 		rdp_event_source_set_timer(s, REWATCH_USEC);
@@ -899,13 +917,6 @@ static int on_signal(struct rdp_event_source *s, const struct signalfd_siginfo *
 
 /* Start and stop. */
 
-static bool exists(const char *path, mode_t type)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
-}
-
 static void daemon_done(struct daemon *d)
 {
 	d->metrics = rdp_metrics_server_free(d->metrics);
@@ -975,13 +986,14 @@ static int daemon_setup(struct daemon *d)
 	d->auto_mode = d->mode == RDP_REGISTRATION_AUTO;
 	if (d->auto_mode) {
 		/*
-		 * kubelet.sock present: the documented way. Else the plugin watcher, if its
-		 * directory exists, until kubelet.sock appears; else wait for kubelet.sock.
+		 * As k8s-rdma-shared-dev-plugin (detectPluginWatchMode(): os.Stat of
+		 * plugins_registry): the plugin watcher when kubelet's plugins_registry exists,
+		 * kubelet.sock otherwise. kubelet marks kubelet.sock deprecated (it writes
+		 * device-plugins/DEPRECATION), and a node where both exist registers as the Go
+		 * plugin did, so a drop-in replacement changes nothing on the node.
 		 */
-		if (exists(d->kubelet_sock, S_IFSOCK) || !exists(d->registry_dir.path, S_IFDIR))
-			d->mode = RDP_REGISTRATION_KUBELET_SOCK;
-		else
-			d->mode = RDP_REGISTRATION_PLUGINS_REGISTRY;
+		d->mode = exists(d->registry_dir.path, S_IFDIR) ? RDP_REGISTRATION_PLUGINS_REGISTRY
+								 : RDP_REGISTRATION_KUBELET_SOCK;
 	}
 	rdp_log(RDP_LOG_INFO, "starting",
 		"version=%s config=%s sysfs=%s dev=%s kubelet_root=%s registration=%s auto=%d "

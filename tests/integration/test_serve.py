@@ -253,11 +253,31 @@ def test_registration_auto(env):
     d.wait_log("event=starting", "registration=plugins-registry")
     assert d.stop() == 0
     kl.stop()
-    # kubelet.sock present: kubelet-sock.
+    # kubelet.sock and plugins_registry both there: still the plugin watcher, as the Go
+    # plugin (issue 22: it used to prefer kubelet.sock, which kubelet marks deprecated).
     kl2 = env.start_kubelet()
     d2 = env.daemon(CONFIGS / "seed000.json")
-    kl2.wait_registered(SEED_RES, units=200)
-    d2.wait_log("event=starting", "registration=kubelet-sock")
+    d2.wait_log("event=starting", "registration=plugins-registry")
+    assert d2.stop() == 0
+    kl2.stop()
+    # kubelet.sock without plugins_registry: kubelet-sock.
+    os.rename(env.root / "plugins_registry", env.dir / "registry-1")
+    kl3 = env.start_kubelet()
+    d3 = env.daemon(CONFIGS / "seed000.json")
+    kl3.wait_registered(SEED_RES, units=200)
+    d3.wait_log("event=starting", "registration=kubelet-sock")
+    # kubelet restarts with plugins_registry: the daemon follows it to the plugin watcher...
+    kl3.stop()
+    kl4 = env.start_kubelet(mode="plugins-registry")
+    kl4._start_server()  # the restarted kubelet serves kubelet.sock too
+    kl4.wait_registered(SEED_RES, units=200)
+    d3.wait_log("event=registration-mode", "from=kubelet-sock", "to=plugins-registry",
+                "why=plugins_registry-exists")
+    # ...and back when plugins_registry goes while kubelet.sock serves (moved away at once:
+    # the daemon writes its status in it meanwhile).
+    os.rename(env.root / "plugins_registry", env.dir / "registry-2")
+    d3.wait_log("event=registration-mode", "from=plugins-registry", "to=kubelet-sock",
+                "why=plugins_registry-gone")
 
 
 def test_empty_pool(env):
