@@ -394,3 +394,28 @@ def test_cdi_kinds_as_serve_names_them(run, fixtures_dir, tmp_path):
     assert "earlier resource" in res[2]["cdi_problem"]
     text = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "seed000")).stdout
     assert text.count("! with --use-cdi: no CDI spec") == 2
+
+
+def test_report_topology_explains_each_policy(run, fixtures_dir, tmp_path):
+    """Issue 22: a shared pool reports no TopologyInfo unless "reportTopology" asks for it, and
+    check-config then says what that does under each Topology Manager policy."""
+    cfg = tmp_path / "topo.json"
+    cfg.write_text(json.dumps({"configList": [
+        {"resourceName": "n0", "rdmaHcaMax": 3, "reportTopology": True,
+         "selectors": {"vendors": ["15b3"], "numaNodes": [0]}},
+        {"resourceName": "all", "rdmaHcaMax": 3, "reportTopology": True,
+         "selectors": {"vendors": ["15b3"]}},
+        {"resourceName": "plain", "rdmaHcaMax": 3,
+         "selectors": {"vendors": ["15b3"], "numaNodes": [1]}}]}))
+    p = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "dgx-h100"))
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "topology (reportTopology): every unit reports NUMA node 0 to kubelet" in out
+    for policy in ("none: ignored", "best-effort:", "restricted: a pod whose CPUs or other "
+                   "devices cannot share node 0", "single-numa-node:"):
+        assert policy in out, policy
+    assert "none reported: the pool's devices are on several NUMA nodes" in out
+    assert out.count("topology (reportTopology)") == 2  # not for "plain"
+    p = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "dgx-h100"), "-o",
+            "json")
+    assert p.returncode == 0, p.stderr
