@@ -39,6 +39,11 @@ static void serve_usage(FILE *f)
 		"                              (kubelet >= 1.28 with containerd >= 1.7.2 or "
 		"CRI-O >= 1.28)\n"
 		"      --cdi-spec-dir DIR      where the specs go (default %s)\n"
+		"      --probe-address ADDR    serve GET /healthz and /readyz only on ADDR, with "
+		"connection\n"
+		"                              slots of their own (the DaemonSet: "
+		"127.0.0.1:9471, where\n"
+		"                              kubelet's probes go); off unless given\n"
 		"      --memlock-hook PATH     the host path of rdma-dp that the specs name as "
 		"their\n"
 		"                              OCI hook raising RLIMIT_MEMLOCK (config key "
@@ -65,7 +70,7 @@ static void serve_usage(FILE *f)
 int cmd_serve(int argc, char **argv)
 {
 	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_KUBELET, OPT_REG, OPT_VERSION, OPT_CDI,
-	       OPT_CDI_DIR, OPT_METRICS, OPT_HOOK };
+	       OPT_CDI_DIR, OPT_METRICS, OPT_HOOK, OPT_PROBES };
 	static const struct option longopts[] = {
 		{"config-file", required_argument, NULL, 'c'},
 		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
@@ -77,6 +82,7 @@ int cmd_serve(int argc, char **argv)
 		{"cdi-spec-dir", required_argument, NULL, OPT_CDI_DIR},
 		{"memlock-hook", required_argument, NULL, OPT_HOOK},
 		{"metrics-address", required_argument, NULL, OPT_METRICS},
+		{"probe-address", required_argument, NULL, OPT_PROBES},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -143,6 +149,18 @@ int cmd_serve(int argc, char **argv)
 			o.no_memlock_hook = false;
 			o.memlock_hook = optarg;
 			break;
+		case OPT_PROBES: {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+			char err[160];
+
+			if (rdp_http_parse_address(optarg, &ss, &sl, err, sizeof(err)) < 0) {
+				fprintf(stderr, "rdma-dp serve: --probe-address: %s\n", err);
+				return 2;
+			}
+			o.probe_address = optarg;
+			break;
+		}
 		case OPT_METRICS: {
 			struct sockaddr_storage ss;
 			socklen_t sl;

@@ -41,6 +41,7 @@ struct rdp_metrics_server {
 	/* The collection: the loop sets job and RUNNING; the thread sets DONE. */
 	pthread_t thread;
 	bool thread_started;
+	bool probes_only; /* rdp_metrics_server_new_probes(): no /metrics, no thread */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	enum collect_state collect;
@@ -234,7 +235,7 @@ static int try_listen(struct rdp_metrics_server *s)
 
 	/* /metrics on the server's bucket (20/s: each is a collection); the probes on their own
 	 * (cheap), so a flood of scrapes never fails kubelet's probes. */
-	if (k >= 0)
+	if (k >= 0 && !s->probes_only)
 		k = rdp_http_server_add_path(s->http, "/metrics");
 	if (k >= 0)
 		k = rdp_http_server_add_path_rate(s->http, "/healthz", RDP_METRICS_PROBE_RATE,
@@ -268,9 +269,9 @@ static int on_retry(struct rdp_event_source *src, void *userdata)
 	return 0;
 }
 
-int rdp_metrics_server_new(struct rdp_event *e, const char *address,
-			   const struct rdp_metrics_server_ops *ops, struct rdp_metrics_server **ret,
-			   char *err, size_t errlen)
+static int server_new(struct rdp_event *e, const char *address,
+		      const struct rdp_metrics_server_ops *ops, bool probes_only,
+		      struct rdp_metrics_server **ret, char *err, size_t errlen)
 {
 	struct rdp_metrics_server *s;
 	struct sockaddr_storage ss;
@@ -285,6 +286,7 @@ int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 		return -ENOMEM;
 	s->event = e;
 	s->ops = *ops;
+	s->probes_only = probes_only;
 	s->efd = -1;
 	s->state = RDP_METRICS_BIND_RETRY;
 	s->last_bind_error = 1; /* none reported yet */
@@ -306,10 +308,12 @@ int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 	k = rdp_event_add_timer(e, 0, on_retry, s, &s->retry_src);
 	if (k < 0)
 		goto fail;
-	k = -pthread_create(&s->thread, NULL, collector_main, s);
-	if (k < 0)
-		goto fail;
-	s->thread_started = true;
+	if (!probes_only) {
+		k = -pthread_create(&s->thread, NULL, collector_main, s);
+		if (k < 0)
+			goto fail;
+		s->thread_started = true;
+	}
 	k = on_retry(s->retry_src, s);
 	if (k < 0)
 		goto fail;
@@ -318,6 +322,20 @@ int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 fail:
 	rdp_metrics_server_free(s);
 	return k;
+}
+
+int rdp_metrics_server_new(struct rdp_event *e, const char *address,
+			   const struct rdp_metrics_server_ops *ops, struct rdp_metrics_server **ret,
+			   char *err, size_t errlen)
+{
+	return server_new(e, address, ops, false, ret, err, errlen);
+}
+
+int rdp_metrics_server_new_probes(struct rdp_event *e, const char *address,
+				  const struct rdp_metrics_server_ops *ops,
+				  struct rdp_metrics_server **ret, char *err, size_t errlen)
+{
+	return server_new(e, address, ops, true, ret, err, errlen);
 }
 
 struct rdp_metrics_server *rdp_metrics_server_free(struct rdp_metrics_server *s)

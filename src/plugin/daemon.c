@@ -84,6 +84,7 @@ struct daemon {
 	pid_t lock_holder_logged; /* -1: nothing logged yet */
 	/* The metrics endpoint (--metrics-address), its counters, the ports it reads. */
 	struct rdp_metrics_server *metrics;
+	struct rdp_metrics_server *probes; /* --probe-address */
 	struct rdp_daemon_counters counters;
 	struct rdp_fabric_targets *fabric; /* of the last model; a scrape takes a reference */
 	uint64_t scrape_errors_logged; /* digest of the read errors last logged */
@@ -355,6 +356,41 @@ static void metrics_state_changed(void *userdata, enum rdp_metrics_state state,
 		rdp_log(RDP_LOG_WARNING, "metrics-bind-failed", "address=%s error=%s msg=%s",
 			address, rdp_log_errno(error),
 			rdp_log_q("retrying; kubelet's calls are served meanwhile"));
+}
+
+static void probes_state_changed(void *userdata, enum rdp_metrics_state state,
+				 const char *address, int error)
+{
+	(void)userdata;
+	if (state == RDP_METRICS_LISTENING)
+		rdp_log(RDP_LOG_INFO, "probes-serving", "address=%s paths=%s", address,
+			rdp_log_q("/healthz /readyz"));
+	else
+		rdp_log(RDP_LOG_WARNING, "probes-bind-failed", "address=%s error=%s msg=%s",
+			address, rdp_log_errno(error),
+			rdp_log_q("retrying; kubelet's calls are served meanwhile"));
+}
+
+/* --probe-address: the probes' own listener (its own connection slots). */
+static int probes_start(struct daemon *d)
+{
+	struct rdp_metrics_server_ops o = {
+		.health = metrics_health,
+		.state_changed = probes_state_changed,
+		.userdata = d,
+	};
+	char err[256] = "";
+	int k;
+
+	if (!d->o->probe_address)
+		return 0;
+	k = rdp_metrics_server_new_probes(d->event, d->o->probe_address, &o, &d->probes, err,
+					  sizeof(err));
+	if (k < 0)
+		rdp_log(RDP_LOG_ERROR, "probes-failed", "address=%s error=%s msg=%s",
+			rdp_log_q(d->o->probe_address), rdp_log_errno(k),
+			rdp_log_q(err[0] ? err : "cannot serve the probe endpoint"));
+	return k;
 }
 
 static int metrics_start(struct daemon *d)
@@ -920,6 +956,7 @@ static int on_signal(struct rdp_event_source *s, const struct signalfd_siginfo *
 static void daemon_done(struct daemon *d)
 {
 	d->metrics = rdp_metrics_server_free(d->metrics);
+	d->probes = rdp_metrics_server_free(d->probes);
 	d->fabric = rdp_fabric_targets_unref(d->fabric);
 	/* Sockets first (only ours), while the loop still exists; then the status, the lock. */
 	d->res = rdp_resources_free(d->res);
@@ -1033,6 +1070,8 @@ static int daemon_setup(struct daemon *d)
 	}
 	/* Before the lock: the probes answer while this daemon waits for it. */
 	k = metrics_start(d);
+	if (k >= 0)
+		k = probes_start(d);
 	if (k < 0)
 		return k;
 	/*

@@ -125,7 +125,11 @@ def test_rendered_daemonset(rendered, k):
     assert spec["hostNetwork"] is True  # containerPort is the node's port
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert "exec" not in c[probe], (probe, c[probe])
-        assert c[probe]["httpGet"] == {"path": path, "port": "metrics"}, c[probe]
+        # the probe listener on loopback (issue 22): slots no neighbour can take
+        assert c[probe]["httpGet"] == {"host": "127.0.0.1", "path": path, "port": 9471}, \
+            c[probe]
+    assert _flag(args, "--probe-address") == "127.0.0.1:9471"
+    for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["timeoutSeconds"] >= 2
     assert c["livenessProbe"]["failureThreshold"] >= 2  # rides over a kubelet restart
 

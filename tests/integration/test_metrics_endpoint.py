@@ -422,3 +422,31 @@ def test_scrape_flood_does_not_fail_probes(env):
     assert status != 429 or int(headers["Retry-After"]) >= 1
     assert get(d.address, "/healthz")[0] == 200
     assert get(d.address, "/readyz")[0] in (200, 503)  # registration may still be under way
+
+
+def test_probe_listener_has_slots_of_its_own(env):
+    """Issue 22: 40 connections that send `GET /metrics HTTP/1.1\\r\\n` and nothing more fill the
+    metrics port's 16 slots; --probe-address (the DaemonSet's 127.0.0.1:9471, where kubelet's
+    probes go) keeps answering /healthz and /readyz 200 meanwhile, and serves nothing else."""
+    d = env.metrics_daemon(extra=("--probe-address", "127.0.0.1:0"))
+    line = d.wait_log("event=probes-serving", timeout=30)
+    probes = re.search(r"address=(\S+)", line).group(1)
+    assert 'paths="/healthz /readyz"' in line
+    env.kubelet.wait_registered(COMPUTE)
+    host, port = d.address.rsplit(":", 1)
+    slow = []
+    try:
+        for _ in range(40):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\n")
+            slow.append(s)
+        time.sleep(0.5)
+        for _ in range(20):
+            assert get(probes, "/healthz", timeout=5)[0] == 200
+            assert get(probes, "/readyz", timeout=5)[0] == 200
+        assert get(probes, "/metrics")[0] == 404
+    finally:
+        for s in slow:
+            s.close()
+    assert get(d.address, "/metrics")[0] == 200
+    stopped_clean(d)
