@@ -162,7 +162,9 @@ def test_health_periodic_rescan(env):
 def test_numa_change(env):
     node = copy_node(env, "seed000")
     kl = env.start_kubelet()
-    d = env.daemon(CONFIGS / "seed000.json", sysfs=node / "sys", dev=node / "dev")
+    cfg = json.loads((CONFIGS / "seed000.json").read_text())
+    cfg["configList"][0]["reportTopology"] = True  # shared pools report none by default
+    d = env.daemon(env.config(cfg), sysfs=node / "sys", dev=node / "dev")
     c = kl.wait_registered(SEED_RES, units=200).client
     assert topo(c.latest()) == {(1,)}
     sysfsgen.set_numa_node(node / "sys", "mlx5_0", 0)
