@@ -21,13 +21,13 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "accept.h"
 #include "event.h"
 #include "grpc-frame.h"
 #include "h2.h"
 #include "pb.h"
 #include "macro.h"
 
-#define MAX_ACCEPT_PER_EVENT 16
 /* What an open call costs besides its headers and request bytes: ours and nghttp2's stream. */
 #define CALL_COST (sizeof(struct rdp_grpc_call) + 512)
 
@@ -1084,27 +1084,24 @@ int rdp_grpc_server_add_memory_conn(struct rdp_grpc_server *s, struct rdp_h2 **r
 	return 0;
 }
 
-static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+/* Over the limit: the peer sees EOF at once (kubelet redials). */
+static void take(int cfd, const struct sockaddr *peer, socklen_t peer_len, void *userdata)
 {
 	struct rdp_grpc_server *s = userdata;
-	int i;
+	struct conn *conn;
 
-	for (i = 0; i < MAX_ACCEPT_PER_EVENT; i++) {
-		struct conn *conn;
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (cfd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-				return 0;
-			return -errno; /* EMFILE and friends: recorded; the loop goes on */
-		}
-		if (s->n_conns >= s->limits.max_connections) {
-			close(cfd); /* over the limit: the peer sees EOF at once */
-			continue;
-		}
-		(void)conn_new(s, cfd, &conn);
+	(void)peer;
+	(void)peer_len;
+	if (s->n_conns >= s->limits.max_connections) {
+		close(cfd);
+		return;
 	}
-	return 0;
+	(void)conn_new(s, cfd, &conn);
+}
+
+static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	return rdp_accept_some(fd, RDP_ACCEPT_MAX_PER_EVENT, take, userdata);
 }
 
 int rdp_grpc_server_new(struct rdp_event *e, const char *path, const struct rdp_grpc_method *methods,
