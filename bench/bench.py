@@ -32,6 +32,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
 MiB = 1024 * 1024
 INTEGRATION = REPO / "tests" / "integration"
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(INTEGRATION))
 
 GOALS = {  # issue 5, "Benchmark"
     "rss_allocs_kib": 1.25 * 1024,
@@ -459,6 +461,16 @@ class Bench:
                                   ["readelf", "-lW", str(stripped)], stdout=subprocess.PIPE,
                                   text=True, check=True).stdout}
 
+    def footprint(self):
+        """bench/footprint.py: where an idle serve's resident memory lies (the DGX node, four
+        resources), by kind of mapping and, from the link map, by part of src/."""
+        import footprint
+        log("footprint: idle serve on dgx-h100 (smaps, text by part)")
+        mp = self.rdma.parent / "rdma-dp.map"
+        runs = sorted((footprint.measure(self.rdma, self.fix, 1000, map_file=str(mp))
+                       for _ in range(3)), key=lambda r: r["idle"]["VmRSS"])
+        self.res["footprint"] = runs[1]
+
     def callgrind(self):
         if self.a.no_callgrind or not shutil.which("valgrind"):
             return
@@ -596,6 +608,20 @@ def table(res, mach):
     if R.get("starts_register"):
         row("  of which: start to Register received", R["starts_register"]["p50"],
             F["starts_register"]["p50"], msf)
+    fp = res.get("footprint")
+    if fp:
+        i = fp["idle"]
+        row("idle serve, 4 resources (DGX): VmRSS; the binary's text / read-only data; heap",
+            i["VmRSS"], None, lambda v: "%s KiB; %s / %s KiB; %s KiB" % (
+                "{:,}".format(v), "{:,}".format(i["text"]), "{:,}".format(i["rodata"]),
+                "{:,}".format(i["heap"])))
+        parts = fp.get("text_by_part", {})
+        idle_parts = sorted(k for k, v in parts.items() if v["linked_kib"] and
+                            v["resident_kib"] == 0)
+        if parts:
+            row("  code linked but not resident in that serve", sum(
+                parts[k]["linked_kib"] for k in idle_parts), None,
+                lambda v: "%.0f KiB (%s)" % (v, ", ".join(idle_parts)))
     b = res["binary"]
     row("binary size, stripped static", b["rdma-dp"], b["go-floor"],
         lambda v: "{:,} B".format(v), "≤ 1,048,576 B")
@@ -871,6 +897,7 @@ def main():
     b.hostile()
     b.metrics()
     b.dra()
+    b.footprint()
     b.callgrind()
     mach["load_end"] = os.getloadavg()
     mach["seconds"] = round(time.monotonic() - t0, 1)

@@ -5,6 +5,7 @@
  * Sources freed while the loop dispatches are only unlinked and closed: their memory is
  * released at the end of the iteration, because the epoll batch may still point at them.
  */
+#define _GNU_SOURCE /* accept4 */
 #include "event.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -481,6 +483,21 @@ unsigned int rdp_inotify_drain(int fd, unsigned int max_reads,
 		}
 	}
 	return n_events;
+}
+
+int rdp_accept_each(int fd, unsigned int max, void (*cb)(int cfd, void *userdata), void *userdata)
+{
+	for (unsigned int i = 0; i < max; i++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return 0;
+			return -errno;
+		}
+		cb(cfd, userdata);
+	}
+	return 0;
 }
 
 uint64_t rdp_backoff_next(uint64_t *cur, uint64_t min, uint64_t max)

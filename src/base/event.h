@@ -76,6 +76,15 @@ unsigned int rdp_inotify_drain(int fd, unsigned int max_reads,
 			       void *userdata);
 
 /*
+ * Accepts at most max connections waiting on the non-blocking listening socket fd (the loop is
+ * level-triggered: the rest at the next wakeup), each O_NONBLOCK|O_CLOEXEC, and hands each to
+ * cb, which owns it from then on. Returns 0, or the negative errno of an accept failure that is
+ * not transient (EMFILE and friends: the caller's callback returns it, the loop records it and
+ * goes on).
+ */
+int rdp_accept_each(int fd, unsigned int max, void (*cb)(int cfd, void *userdata), void *userdata);
+
+/*
  * Exponential backoff: returns the delay to wait now (*cur, or min when *cur is 0) and doubles
  * *cur for the next time, up to max. Reset by setting *cur to 0.
  */

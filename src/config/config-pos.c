@@ -412,6 +412,33 @@ static void path_pop(struct scanner *sc, size_t old)
 static void scan_value(struct scanner *sc, unsigned int depth, size_t parent_len,
 		       const struct rdp_json_pos *key);
 
+/*
+ * After a member or an element: pops its path, then takes a ',' (1: another follows; *comma is
+ * where it stood) or close (0: the container ends). -1 when the scanner stopped, or with *found
+ * the character that came instead, for the caller's message.
+ */
+static int next_item(struct scanner *sc, size_t old, int close, struct rdp_json_pos *comma,
+		     int *found)
+{
+	path_pop(sc, old);
+	if (sc->failed || sc->r)
+		return -1;
+	skip_ws(sc);
+	if (sc->failed)
+		return -1;
+	*found = peek(sc);
+	if (*found == ',') {
+		*comma = sc->pos;
+		adv(sc);
+		return 1;
+	}
+	if (*found == close) {
+		adv(sc);
+		return 0;
+	}
+	return -1;
+}
+
 static void scan_object(struct scanner *sc, unsigned int depth)
 {
 	struct rdp_json_pos comma = { 0, 0 };
@@ -422,7 +449,7 @@ static void scan_object(struct scanner *sc, unsigned int depth)
 	for (;;) {
 		struct rdp_json_pos kpos;
 		size_t old;
-		int c;
+		int c, k;
 
 		skip_ws(sc);
 		if (sc->failed || sc->r)
@@ -466,22 +493,11 @@ static void scan_object(struct scanner *sc, unsigned int depth)
 			return;
 		old = path_push_key(sc, key);
 		scan_value(sc, depth + 1, old, &kpos);
-		path_pop(sc, old);
-		if (sc->failed || sc->r)
-			return;
-		skip_ws(sc);
-		if (sc->failed)
-			return;
-		c = peek(sc);
-		if (c == ',') {
-			comma = sc->pos;
-			adv(sc);
+		k = next_item(sc, old, '}', &comma, &c);
+		if (k > 0)
 			continue;
-		}
-		if (c == '}') {
-			adv(sc);
+		if (k == 0 || sc->failed || sc->r)
 			return;
-		}
 		sc_fail(sc, sc->pos, "expected ',' or '}' after the value of \"%.64s\", found %s%s",
 			key, describe(sc, d), c == '"' ? " (missing comma?)" : "");
 		return;
@@ -497,7 +513,7 @@ static void scan_array(struct scanner *sc, unsigned int depth)
 	adv(sc); /* '[' */
 	for (;; i++) {
 		size_t old;
-		int c;
+		int c, k;
 
 		skip_ws(sc);
 		if (sc->failed || sc->r)
@@ -511,22 +527,11 @@ static void scan_array(struct scanner *sc, unsigned int depth)
 		}
 		old = path_push_index(sc, i);
 		scan_value(sc, depth + 1, old, NULL);
-		path_pop(sc, old);
-		if (sc->failed || sc->r)
-			return;
-		skip_ws(sc);
-		if (sc->failed)
-			return;
-		c = peek(sc);
-		if (c == ',') {
-			comma = sc->pos;
-			adv(sc);
+		k = next_item(sc, old, ']', &comma, &c);
+		if (k > 0)
 			continue;
-		}
-		if (c == ']') {
-			adv(sc);
+		if (k == 0 || sc->failed || sc->r)
 			return;
-		}
 		sc_fail(sc, sc->pos, "expected ',' or ']' in a list, found %s%s", describe(sc, d),
 			c == '"' ? " (missing comma?)" : "");
 		return;

@@ -25,6 +25,7 @@
 #include "methods.h"
 #include "registration.h"
 #include "rescan.h"
+#include "run.h"
 
 /* What the slice sync is doing: one step at a time, each step a job of the slice worker. */
 enum slice_state {
@@ -53,7 +54,6 @@ struct slice_write {
 struct driver {
 	const struct rdp_dra_options *o;
 	struct rdp_event *event;
-	struct rdp_event_source *sig_src[3];
 	/* The host model: rescans on the loop (cheap: full discovery only when it moved). */
 	struct rdp_scanner *scanner;
 	struct rdp_hostwatch *hostwatch;
@@ -500,20 +500,13 @@ static void on_dra_call(struct rdp_grpc_call *call, const uint8_t *req, size_t l
 static struct rdp_grpc_method reg_methods[2];
 static struct rdp_grpc_method dra_methods[4];
 
-static int on_signal(struct rdp_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static void on_sighup(void *userdata)
 {
 	struct driver *d = userdata;
 
-	(void)s;
-	if (si->ssi_signo == SIGHUP) {
-		rdp_log(RDP_LOG_INFO, "resync", "signal=SIGHUP");
-		rescan(d, RDP_SCAN_FULL, "sighup");
-		slices_start(d, "sighup");
-		return 0;
-	}
-	rdp_log(RDP_LOG_INFO, "stopping", "signal=%s", si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
-	rdp_event_exit(d->event, 0);
-	return 0;
+	rdp_log(RDP_LOG_INFO, "resync", "signal=SIGHUP");
+	rescan(d, RDP_SCAN_FULL, "sighup");
+	slices_start(d, "sighup");
 }
 
 static int mkdir_p(const char *dir)
@@ -537,10 +530,10 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
-static int setup(struct driver *d)
+static int setup(struct rdp_event *e, void *userdata)
 {
+	struct driver *d = userdata;
 	const struct rdp_dra_options *o = d->o;
-	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 	char *err = NULL;
 	int k;
 
@@ -572,15 +565,7 @@ static int setup(struct driver *d)
 		rdp_free(err);
 		return -EINVAL;
 	}
-	k = rdp_event_new(&d->event);
-	if (k < 0)
-		return k;
-	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
-		k = rdp_event_add_signal(d->event, sigs[i], on_signal, d, &d->sig_src[i]);
-		if (k < 0)
-			return k;
-	}
+	d->event = e;
 	k = rdp_kube_worker_new(d->event, &d->kcfg, &d->slice_worker, &err);
 	if (k >= 0)
 		k = rdp_kube_worker_new(d->event, &d->kcfg, &d->claim_worker, &err);
@@ -591,13 +576,9 @@ static int setup(struct driver *d)
 		return -EINVAL;
 	}
 	/* The model. */
-	{
-		struct rdp_hostwatch_options hw = {.dev_root = o->dev_root};
-
-		k = rdp_hostwatch_new(d->event, &hw, on_host_change, d, &d->hostwatch);
-		if (k < 0)
-			return k;
-	}
+	k = rdp_node_watch_host(d->event, o->dev_root, on_host_change, d, &d->hostwatch);
+	if (k < 0)
+		return k;
 	k = rdp_scanner_new(o->sysfs_root, o->dev_root, &d->scanner);
 	if (k >= 0)
 		k = rdp_scanner_scan(d->scanner, RDP_SCAN_FULL);
@@ -700,8 +681,10 @@ static int setup(struct driver *d)
 	return 0;
 }
 
-static void done(struct driver *d)
+static void done(void *userdata)
 {
+	struct driver *d = userdata;
+
 	/* Sockets first (kubelet must not reach a half-stopped driver), then the workers:
 	 * their unfinished jobs end with -ECANCELED. */
 	d->reg_server = rdp_grpc_server_free(d->reg_server);
@@ -716,13 +699,10 @@ static void done(struct driver *d)
 	rdp_free(d->node_uid);
 	rdp_event_source_free(d->slice_timer);
 	rdp_event_source_free(d->rescan_src);
-	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
-		rdp_event_source_free(d->sig_src[i]);
 	d->hostwatch = rdp_hostwatch_free(d->hostwatch);
 	rdp_dra_inventory_done(&d->inv);
 	d->scanner = rdp_scanner_free(d->scanner);
 	rdp_kube_config_done(&d->kcfg);
-	d->event = rdp_event_free(d->event);
 	rdp_free(d->reg_path);
 	rdp_free(d->dra_dir);
 	rdp_free(d->dra_path);
@@ -733,7 +713,12 @@ int rdp_dra_run(const struct rdp_dra_options *opts)
 {
 	struct rdp_dra_options o = *opts;
 	struct driver d = {.o = &o};
-	int k;
+	struct rdp_node_daemon n = {
+		.userdata = &d,
+		.setup = setup,
+		.reload = on_sighup,
+		.done = done,
+	};
 
 	if (!o.driver)
 		o.driver = RDP_DRA_DEFAULT_DRIVER;
@@ -745,18 +730,6 @@ int rdp_dra_run(const struct rdp_dra_options *opts)
 		o.dev_root = RDP_DEFAULT_DEV_ROOT;
 	if (!o.cdi_spec_dir)
 		o.cdi_spec_dir = RDP_DEFAULT_CDI_SPEC_DIR;
-	rdp_log_set_max_level(o.verbose ? RDP_LOG_DEBUG : RDP_LOG_INFO);
-	k = setup(&d);
-	if (k < 0) {
-		if (k != -EINVAL)
-			rdp_log(RDP_LOG_ERROR, "start-failed", "error=%s", rdp_log_errno(k));
-		done(&d);
-		return 1;
-	}
-	k = rdp_event_run(d.event);
-	if (k < 0)
-		rdp_log(RDP_LOG_ERROR, "loop-failed", "error=%s", rdp_log_errno(k));
-	done(&d);
-	rdp_log(RDP_LOG_INFO, "stopped", "code=%d", k < 0 ? 1 : 0);
-	return k < 0 ? 1 : 0;
+	n.verbose = o.verbose;
+	return rdp_node_run(&n);
 }

@@ -189,6 +189,20 @@ static void claim_fail(struct pclaim *cl, char *error)
 	cl->done = true;
 }
 
+/* Puts entry in the checkpoint and saves it; on failure the claim fails with why. */
+static int record(struct rdp_dra_prepare *p, struct pclaim *cl,
+		  const struct rdp_dra_ckpt_claim *entry)
+{
+	int k = rdp_dra_checkpoint_put(&p->ckpt, entry);
+
+	if (k >= 0)
+		k = save(p);
+	if (k < 0)
+		claim_fail(cl, rdp_asprintf("cannot record the claim in the checkpoint: %s",
+					    strerror(-k)));
+	return k;
+}
+
 /* Prepares a claim whose object came back from the API server. */
 static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const char *body,
 			  size_t len)
@@ -226,17 +240,10 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	entry.devices = cl->answer.devices;
 	entry.n_devices = cl->answer.n_devices;
 	/* Recorded before the spec exists: a crash now leaves a record Unprepare cleans up. */
-	if (!rdp_dra_checkpoint_find(&p->ckpt, cl->uid) ||
-	    rdp_dra_checkpoint_find(&p->ckpt, cl->uid)->state != RDP_DRA_PREPARED) {
-		k = rdp_dra_checkpoint_put(&p->ckpt, &entry);
-		if (k >= 0)
-			k = save(p);
-		if (k < 0) {
-			claim_fail(cl, rdp_asprintf("cannot record the claim in the checkpoint: %s",
-						    strerror(-k)));
-			goto out;
-		}
-	}
+	if ((!rdp_dra_checkpoint_find(&p->ckpt, cl->uid) ||
+	     rdp_dra_checkpoint_find(&p->ckpt, cl->uid)->state != RDP_DRA_PREPARED) &&
+	    record(p, cl, &entry) < 0)
+		goto out;
 	k = write_spec(p, cl->uid, c.results, c.n_results, &err);
 	if (k < 0) {
 		claim_fail(cl, err);
@@ -251,14 +258,8 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 		snprintf(path, sizeof(path), "%s/%s", p->cdi_dir, fname);
 		entry.state = RDP_DRA_PREPARED;
 		entry.cdi_spec = c.n_results ? path : (char *)"";
-		k = rdp_dra_checkpoint_put(&p->ckpt, &entry);
-		if (k >= 0)
-			k = save(p);
-	}
-	if (k < 0) {
-		claim_fail(cl, rdp_asprintf("cannot record the claim in the checkpoint: %s",
-					    strerror(-k)));
-		goto out;
+		if (record(p, cl, &entry) < 0)
+			goto out;
 	}
 	cl->done = true;
 	rdp_log(RDP_LOG_INFO, "claim-prepared", "claim=%s/%s uid=%s devices=%zu", cl->namespace,

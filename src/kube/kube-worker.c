@@ -2,10 +2,8 @@
 #include "kube-worker.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -15,20 +13,10 @@
 #include "macro.h"
 
 struct rdp_kube_worker {
-	struct rdp_event *event;
-	struct rdp_kube_client *client;
-	pthread_t thread;
-	bool thread_started;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	struct rdp_kube_client *client; /* the thread's */
+	struct rdp_worker *worker;
+	int stop_fd; /* eventfd: the loop -> the client's waits */
 	bool stopping;
-	struct rdp_kube_job *queue, *queue_tail; /* submitted, not started */
-	struct rdp_kube_job *running;
-	struct rdp_kube_job *done, *done_tail; /* finished, callbacks not run yet */
-	size_t pending;
-	int done_fd;  /* eventfd: the thread -> the loop */
-	int stop_fd;  /* eventfd: the loop -> the client's waits */
-	struct rdp_event_source *done_src;
 };
 
 void rdp_kube_job_done(struct rdp_kube_job *job)
@@ -41,84 +29,34 @@ void rdp_kube_job_done(struct rdp_kube_job *job)
 	job->json = NULL;
 }
 
-static void run_job(struct rdp_kube_worker *w, struct rdp_kube_job *job)
+/* On the worker's thread. */
+static void run_job(struct rdp_worker_job *base)
 {
+	struct rdp_kube_job *job = container_of(base, struct rdp_kube_job, base);
+	struct rdp_kube_client *client = job->owner->client;
 	struct rdp_kube_retry policy = job->policy;
 
 	if (job->deadline_ms && (!policy.deadline_ms || job->deadline_ms < policy.deadline_ms))
 		policy.deadline_ms = job->deadline_ms;
-	job->result = rdp_kube_request_retry(w->client, job->method, job->path, job->body, &policy,
+	job->result = rdp_kube_request_retry(client, job->method, job->path, job->body, &policy,
 					     &job->resp);
 	/* Any status: kube-apiserver answers errors with a Status object. */
 	if (job->result == 0 && job->parse_json && job->resp.body_len)
 		job->json = json_loadb(job->resp.body, job->resp.body_len, 0, NULL);
 	if (job->result < 0)
-		snprintf(job->error, sizeof(job->error), "%s",
-			 rdp_kube_client_last_error(w->client));
+		snprintf(job->error, sizeof(job->error), "%s", rdp_kube_client_last_error(client));
 }
 
-static void *worker_main(void *arg)
+/* On the loop, in submission order. */
+static void job_finished(struct rdp_worker_job *base, bool cancelled)
 {
-	struct rdp_kube_worker *w = arg;
-	uint64_t one = 1;
+	struct rdp_kube_job *job = container_of(base, struct rdp_kube_job, base);
 
-	pthread_mutex_lock(&w->lock);
-	for (;;) {
-		struct rdp_kube_job *job;
-
-		while (!w->queue && !w->stopping)
-			pthread_cond_wait(&w->cond, &w->lock);
-		if (w->stopping)
-			break;
-		job = w->queue;
-		w->queue = job->next;
-		if (!w->queue)
-			w->queue_tail = NULL;
-		job->next = NULL;
-		w->running = job;
-		pthread_mutex_unlock(&w->lock);
-		run_job(w, job);
-		pthread_mutex_lock(&w->lock);
-		w->running = NULL;
-		if (w->done_tail)
-			w->done_tail->next = job;
-		else
-			w->done = job;
-		w->done_tail = job;
-		(void)!write(w->done_fd, &one, sizeof(one));
+	if (cancelled) {
+		job->result = -ECANCELED;
+		snprintf(job->error, sizeof(job->error), "the driver is stopping");
 	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
-/* Takes the finished jobs and runs their callbacks, in order. */
-static void run_callbacks(struct rdp_kube_worker *w)
-{
-	struct rdp_kube_job *list;
-
-	pthread_mutex_lock(&w->lock);
-	list = w->done;
-	w->done = w->done_tail = NULL;
-	pthread_mutex_unlock(&w->lock);
-	while (list) {
-		struct rdp_kube_job *job = list;
-
-		list = job->next;
-		job->next = NULL;
-		w->pending--;
-		job->cb(job, job->userdata); /* may free job, or submit again */
-	}
-}
-
-static int on_done(struct rdp_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	uint64_t n;
-
-	(void)s;
-	(void)revents;
-	(void)!read(fd, &n, sizeof(n));
-	run_callbacks(userdata);
-	return 0;
+	job->cb(job, job->userdata); /* may free job, or submit again */
 }
 
 int rdp_kube_worker_new(struct rdp_event *e, const struct rdp_kube_config *cfg,
@@ -129,27 +67,19 @@ int rdp_kube_worker_new(struct rdp_event *e, const struct rdp_kube_config *cfg,
 
 	if (!w)
 		return -ENOMEM;
-	w->event = e;
-	w->done_fd = w->stop_fd = -1;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
+	w->stop_fd = -1;
 	k = rdp_kube_client_new(cfg, &w->client, ret_error);
 	if (k < 0)
 		goto fail;
-	w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->done_fd < 0 || w->stop_fd < 0) {
+	if (w->stop_fd < 0) {
 		k = -errno;
 		goto fail;
 	}
 	rdp_kube_client_set_stop_fd(w->client, w->stop_fd);
-	k = rdp_event_add_io(e, w->done_fd, EPOLLIN, on_done, w, &w->done_src);
+	k = rdp_worker_new(e, 0, &w->worker);
 	if (k < 0)
 		goto fail;
-	k = -pthread_create(&w->thread, NULL, worker_main, w);
-	if (k < 0)
-		goto fail;
-	w->thread_started = true;
 	*ret = w;
 	return 0;
 fail:
@@ -159,41 +89,21 @@ fail:
 
 struct rdp_kube_worker *rdp_kube_worker_free(struct rdp_kube_worker *w)
 {
-	struct rdp_kube_job *list;
 	uint64_t one = 1;
 
 	if (!w)
 		return NULL;
-	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	if (w->stop_fd >= 0)
-		(void)!write(w->stop_fd, &one, sizeof(one)); /* the running request ends */
-	if (w->thread_started)
-		pthread_join(w->thread, NULL);
-	/* What finished first keeps its result; the queue is cancelled. */
-	run_callbacks(w);
-	list = w->queue;
-	w->queue = w->queue_tail = NULL;
-	while (list) {
-		struct rdp_kube_job *job = list;
-
-		list = job->next;
-		job->next = NULL;
-		job->result = -ECANCELED;
-		snprintf(job->error, sizeof(job->error), "the driver is stopping");
-		w->pending--;
-		job->cb(job, job->userdata);
+	if (w->worker) {
+		/* No further job starts; the running request ends at the stop fd. What finished
+		 * first keeps its result; the queue is cancelled. */
+		rdp_worker_stop(w->worker);
+		(void)!write(w->stop_fd, &one, sizeof(one));
+		w->worker = rdp_worker_free(w->worker);
 	}
-	rdp_event_source_free(w->done_src);
-	if (w->done_fd >= 0)
-		close(w->done_fd);
 	if (w->stop_fd >= 0)
 		close(w->stop_fd);
 	rdp_kube_client_free(w->client);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
 	rdp_free(w);
 	return NULL;
 }
@@ -203,28 +113,23 @@ int rdp_kube_worker_submit(struct rdp_kube_worker *w, struct rdp_kube_job *job,
 {
 	if (w->stopping)
 		return -ESHUTDOWN;
+	if (job->base.state != RDP_WORKER_JOB_IDLE)
+		return -EBUSY; /* queued or running: its callback has not run yet */
 	job->cb = cb;
 	job->userdata = userdata;
-	job->next = NULL;
+	job->owner = w;
+	job->base.run = run_job;
+	job->base.done = job_finished;
 	job->result = 0;
 	job->error[0] = '\0';
 	job->json = NULL;
 	memset(&job->resp, 0, sizeof(job->resp));
 	job->resp.retry_after = -1;
 	job->deadline_ms = budget_ms ? rdp_tls_now_ms() + budget_ms : 0;
-	pthread_mutex_lock(&w->lock);
-	if (w->queue_tail)
-		w->queue_tail->next = job;
-	else
-		w->queue = job;
-	w->queue_tail = job;
-	w->pending++;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	return 0;
+	return rdp_worker_submit(w->worker, &job->base);
 }
 
 size_t rdp_kube_worker_pending(const struct rdp_kube_worker *w)
 {
-	return w->pending;
+	return rdp_worker_pending(w->worker);
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "kube-client.h"
+#include "worker.h"
 
 struct rdp_event;
 struct rdp_kube_worker;
@@ -44,7 +45,8 @@ struct rdp_kube_job {
 	/* The worker's. */
 	rdp_kube_job_cb cb;
 	void *userdata;
-	struct rdp_kube_job *next;
+	struct rdp_kube_worker *owner;
+	struct rdp_worker_job base;
 };
 
 /* Frees what the job holds (response, json), not the job or its body. */
@@ -61,7 +63,8 @@ struct rdp_kube_worker *rdp_kube_worker_free(struct rdp_kube_worker *w);
 /*
  * Queues job; cb(job, userdata) runs on the loop when it is done (never from inside this
  * call). budget_ms > 0 bounds the job from now (its retries included). Returns 0, or
- * -ESHUTDOWN after rdp_kube_worker_free() began.
+ * -ESHUTDOWN after rdp_kube_worker_free() began, or -EBUSY while job is queued or running. The job
+ * must be zeroed before its first submit.
  */
 int rdp_kube_worker_submit(struct rdp_kube_worker *w, struct rdp_kube_job *job,
 			   unsigned budget_ms, rdp_kube_job_cb cb, void *userdata);

@@ -28,7 +28,6 @@
 
 #include <http_parser.h>
 
-#include "accept.h"
 #include "errmsg.h"
 #include "event.h"
 #include "http-server-internal.h"
@@ -38,6 +37,7 @@
 #define MAX_PATHS 16
 #define LISTEN_BACKLOG 32
 #define MICRO 1000000ULL
+#define MAX_ACCEPT_PER_EVENT 16
 
 enum conn_state {
 	CONN_READING,
@@ -1057,17 +1057,16 @@ static struct conn *oldest_waiting(struct rdp_http_server *s, const struct socka
  * the new connection gets 503. Connections that hold slots without sending a request so
  * cannot keep a scrape or a probe out.
  */
-static void take(int cfd, const struct sockaddr *peer, socklen_t peer_len, void *userdata)
+static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_http_server *s = userdata;
 	struct sockaddr_storage ss = {0};
+	socklen_t peer_len = sizeof(ss);
 	struct conn *c, *victim;
 	size_t n;
 
-	if (peer_len > sizeof(ss))
-		peer_len = sizeof(ss);
-	if (peer_len)
-		memcpy(&ss, peer, peer_len);
+	if (getpeername(cfd, (struct sockaddr *)&ss, &peer_len) < 0 || peer_len > sizeof(ss))
+		peer_len = 0;
 	victim = oldest_waiting(s, &ss, peer_len, &n);
 	if (peer_len && n >= s->limits.max_per_client) {
 		if (!victim) {
@@ -1097,7 +1096,7 @@ static void take(int cfd, const struct sockaddr *peer, socklen_t peer_len, void 
 
 static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
 {
-	return rdp_accept_some(fd, RDP_ACCEPT_MAX_PER_EVENT, take, userdata);
+	return rdp_accept_each(fd, MAX_ACCEPT_PER_EVENT, on_conn, userdata);
 }
 
 static int server_alloc(struct rdp_event *e, const struct rdp_http_limits *limits,

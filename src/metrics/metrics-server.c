@@ -2,12 +2,8 @@
 #include "metrics-server.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "alloc.h"
 #include "event.h"
@@ -15,18 +11,12 @@
 #include "http-server.h"
 #include "macro.h"
 #include "metrics-text.h"
+#include "worker.h"
 
 /* At most this many /metrics requests wait for one collection (the HTTP server's cap). */
 #define PENDING_MAX 64
 /* A scrape's text stops growing here (-E2BIG: 503): 1000 devices take ~1.5 MiB. */
 #define SCRAPE_MAX_BYTES (64 * 1024 * 1024)
-
-enum collect_state {
-	COLLECT_IDLE,    /* no collection; the thread waits */
-	COLLECT_RUNNING, /* the thread reads the targets */
-	COLLECT_DONE,    /* the thread finished; the loop has not taken the result yet */
-	COLLECT_STOP,    /* the thread must exit */
-};
 
 struct rdp_metrics_server {
 	struct rdp_event *event;
@@ -38,15 +28,13 @@ struct rdp_metrics_server {
 	uint64_t backoff_usec;
 	int last_bind_error; /* reported once per change */
 
-	/* The collection: the loop sets job and RUNNING; the thread sets DONE. */
-	pthread_t thread;
-	bool thread_started;
-	bool probes_only; /* rdp_metrics_server_new_probes(): no /metrics, no thread */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	enum collect_state collect;
-	int efd;
-	struct rdp_event_source *efd_src;
+	/* The collection: one job on the worker; targets, text and stats are the thread's while
+	 * it runs, the loop's from its done(). */
+	struct rdp_worker *worker;
+	struct rdp_worker_job job;
+	bool collecting; /* from start_collection() until finish_collection() */
+	bool stopping;
+	bool probes_only; /* rdp_metrics_server_new_probes(): no /metrics, no worker */
 	struct rdp_fabric_targets *targets;
 	struct rdp_mtext text;
 	struct rdp_fabric_stats stats;
@@ -58,28 +46,12 @@ struct rdp_metrics_server {
 	size_t n_pending;
 };
 
-static void *collector_main(void *arg)
+/* On the worker's thread. */
+static void run_collection(struct rdp_worker_job *job)
 {
-	struct rdp_metrics_server *s = arg;
-	uint64_t one = 1;
+	struct rdp_metrics_server *s = container_of(job, struct rdp_metrics_server, job);
 
-	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		while (s->collect != COLLECT_RUNNING && s->collect != COLLECT_STOP)
-			pthread_cond_wait(&s->cond, &s->lock);
-		if (s->collect == COLLECT_STOP)
-			break;
-		pthread_mutex_unlock(&s->lock);
-		s->collect_result = rdp_fabric_collect(s->targets, &s->text, &s->stats);
-		pthread_mutex_lock(&s->lock);
-		if (s->collect == COLLECT_STOP)
-			break;
-		s->collect = COLLECT_DONE;
-		/* A full eventfd counter cannot happen: one write per collection. */
-		(void)!write(s->efd, &one, sizeof(one));
-	}
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
+	s->collect_result = rdp_fabric_collect(s->targets, &s->text, &s->stats);
 }
 
 static void respond_text(struct rdp_metrics_server *s, struct rdp_http_request *r, int status,
@@ -136,24 +108,24 @@ static void finish_collection(struct rdp_metrics_server *s)
 	}
 	rdp_free(body);
 	s->n_pending = 0;
-	s->collect = COLLECT_IDLE;
+	s->collecting = false;
 }
 
-static int on_collected(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
+/* On the loop: the collection ended (or the server is being freed). */
+static void collection_done(struct rdp_worker_job *job, bool cancelled)
 {
-	struct rdp_metrics_server *s = userdata;
-	uint64_t n;
-	bool done;
+	struct rdp_metrics_server *s = container_of(job, struct rdp_metrics_server, job);
 
-	(void)src;
-	(void)revents;
-	(void)!read(fd, &n, sizeof(n));
-	pthread_mutex_lock(&s->lock);
-	done = s->collect == COLLECT_DONE;
-	pthread_mutex_unlock(&s->lock);
-	if (done)
+	if (cancelled)
+		s->collect_result = -ECANCELED;
+	if (!s->stopping) {
 		finish_collection(s);
-	return 0;
+		return;
+	}
+	/* Freeing: the text and targets are ours again; the requests end with the server. */
+	s->targets = rdp_fabric_targets_unref(s->targets);
+	rdp_mtext_done(&s->text);
+	s->collecting = false;
 }
 
 /* Starts a collection for the requests waiting (on the loop). */
@@ -170,18 +142,20 @@ static int start_collection(struct rdp_metrics_server *s)
 		rdp_mtext_done(&s->text);
 		return k;
 	}
+	s->collecting = true;
 	if (!s->targets) {
 		/* No model yet: nothing to read; the plugin's families only. */
 		s->collect_result = 0;
-		s->collect = COLLECT_DONE;
 		finish_collection(s);
 		return 0;
 	}
-	pthread_mutex_lock(&s->lock);
-	s->collect = COLLECT_RUNNING;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	return 0;
+	k = rdp_worker_submit(s->worker, &s->job);
+	if (k < 0) {
+		s->targets = rdp_fabric_targets_unref(s->targets);
+		s->collecting = false;
+		rdp_mtext_done(&s->text);
+	}
+	return k;
 }
 
 static void on_request(struct rdp_http_request *r, void *userdata)
@@ -205,12 +179,11 @@ static void on_request(struct rdp_http_request *r, void *userdata)
 		return;
 	}
 	s->pending[s->n_pending++] = r;
-	if (s->collect != COLLECT_IDLE)
+	if (s->collecting)
 		return; /* answered with the running collection */
 	k = start_collection(s);
 	if (k < 0) {
 		s->collect_result = k;
-		s->collect = COLLECT_DONE;
 		finish_collection(s);
 	}
 }
@@ -287,33 +260,23 @@ static int server_new(struct rdp_event *e, const char *address,
 	s->event = e;
 	s->ops = *ops;
 	s->probes_only = probes_only;
-	s->efd = -1;
+	s->job.run = run_collection;
+	s->job.done = collection_done;
 	s->state = RDP_METRICS_BIND_RETRY;
 	s->last_bind_error = 1; /* none reported yet */
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
 	s->address = rdp_strdup(address);
 	if (!s->address) {
 		k = -ENOMEM;
 		goto fail;
 	}
-	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->efd < 0) {
-		k = -errno;
-		goto fail;
+	if (!probes_only) {
+		k = rdp_worker_new(e, 0, &s->worker);
+		if (k < 0)
+			goto fail;
 	}
-	k = rdp_event_add_io(e, s->efd, EPOLLIN, on_collected, s, &s->efd_src);
-	if (k < 0)
-		goto fail;
 	k = rdp_event_add_timer(e, 0, on_retry, s, &s->retry_src);
 	if (k < 0)
 		goto fail;
-	if (!probes_only) {
-		k = -pthread_create(&s->thread, NULL, collector_main, s);
-		if (k < 0)
-			goto fail;
-		s->thread_started = true;
-	}
 	k = on_retry(s->retry_src, s);
 	if (k < 0)
 		goto fail;
@@ -342,29 +305,15 @@ struct rdp_metrics_server *rdp_metrics_server_free(struct rdp_metrics_server *s)
 {
 	if (!s)
 		return NULL;
-	if (s->thread_started) {
-		pthread_mutex_lock(&s->lock);
-		s->collect = COLLECT_STOP;
-		pthread_cond_signal(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->thread, NULL);
-		if (s->targets) {
-			/* A collection was running: its text and targets are ours again. */
-			s->targets = rdp_fabric_targets_unref(s->targets);
-			rdp_mtext_done(&s->text);
-		}
-	}
+	/* A running collection ends by itself; its done() only takes its text and targets back. */
+	s->stopping = true;
+	s->worker = rdp_worker_free(s->worker);
 	/* Waiting requests end with the server: their responses are only freed. */
 	s->http = rdp_http_server_free(s->http);
 	for (size_t i = 0; i < s->n_pending; i++)
 		(void)rdp_http_respond(s->pending[i], 503, NULL, NULL, 0);
 	s->n_pending = 0;
 	rdp_event_source_free(s->retry_src);
-	rdp_event_source_free(s->efd_src);
-	if (s->efd >= 0)
-		close(s->efd);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->lock);
 	rdp_free(s->address);
 	rdp_free(s);
 	return NULL;

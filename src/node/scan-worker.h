@@ -46,7 +46,8 @@ struct rdp_scan_worker *rdp_scan_worker_free(struct rdp_scan_worker *w);
 
 /*
  * Asks for a scan (why is copied, truncated). Returns how many done callbacks will come
- * before the one of a scan that began after this request: 1, or 2 while a scan runs.
+ * before the one of a scan that began after this request: 1, or 2 while a scan runs (0 once
+ * the worker stops).
  */
 int rdp_scan_worker_request(struct rdp_scan_worker *w, enum rdp_scan_mode mode, const char *why);
 /* True from a request until the callback of the last scan it led to has returned. */

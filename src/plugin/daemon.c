@@ -24,6 +24,7 @@
 #include "pool.h"
 #include "registration.h"
 #include "rescan.h"
+#include "run.h"
 #include "resource.h"
 #include "scan-worker.h"
 #include "status.h"
@@ -58,7 +59,6 @@ struct daemon {
 	struct rdp_resources *res;
 	int inotify_fd;
 	struct rdp_event_source *inotify_src, *apply_src, *rescan_src, *rewatch_src;
-	struct rdp_event_source *sig_src[3];
 	char *pool_warnings; /* the last pool warnings logged, to log only changes */
 	int netns_logged; /* -1: not yet; else the rdp_netns_mode last logged */
 	struct rdp_scan_worker *worker; /* owns the scanner: scans run off the loop */
@@ -935,26 +935,20 @@ static void reload(struct daemon *d, const char *why)
 		arm_rescan(d);
 }
 
-static int on_signal(struct rdp_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+static void on_sighup(void *userdata)
 {
 	struct daemon *d = userdata;
 
-	if (si->ssi_signo == SIGHUP) {
-		rdp_log(RDP_LOG_INFO, "reload", "signal=SIGHUP config=%s",
-			rdp_log_q(d->o->config_file));
-		reload(d, "sighup");
-		return 0;
-	}
-	rdp_log(RDP_LOG_INFO, "stopping", "signal=%s",
-		si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
-	rdp_event_exit(d->event, 0);
-	return 0;
+	rdp_log(RDP_LOG_INFO, "reload", "signal=SIGHUP config=%s", rdp_log_q(d->o->config_file));
+	reload(d, "sighup");
 }
 
 /* Start and stop. */
 
-static void daemon_done(struct daemon *d)
+static void daemon_done(void *userdata)
 {
+	struct daemon *d = userdata;
+
 	d->metrics = rdp_metrics_server_free(d->metrics);
 	d->probes = rdp_metrics_server_free(d->probes);
 	d->fabric = rdp_fabric_targets_unref(d->fabric);
@@ -972,15 +966,12 @@ static void daemon_done(struct daemon *d)
 	d->worker = rdp_scan_worker_free(d->worker);
 	d->hostwatch = rdp_hostwatch_free(d->hostwatch);
 	d->confwatch = rdp_confwatch_free(d->confwatch);
-	for (size_t i = 0; i < ARRAY_SIZE(d->sig_src); i++)
-		rdp_event_source_free(d->sig_src[i]);
 	rdp_event_source_free(d->inotify_src);
 	rdp_event_source_free(d->apply_src);
 	rdp_event_source_free(d->rescan_src);
 	rdp_event_source_free(d->rewatch_src);
 	if (d->inotify_fd >= 0)
 		close(d->inotify_fd);
-	rdp_event_free(d->event);
 	rdp_config_free(d->config);
 	rdp_free(d->plugin_dir.path);
 	rdp_free(d->registry_dir.path);
@@ -988,11 +979,11 @@ static void daemon_done(struct daemon *d)
 	rdp_free(d->pool_warnings);
 }
 
-static int daemon_setup(struct daemon *d)
+static int daemon_setup(struct rdp_event *e, void *userdata)
 {
+	struct daemon *d = userdata;
 	const struct rdp_daemon_options *o = d->o;
 	struct rdp_diags diags = {0};
-	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 	struct rdp_resources_hooks hooks = {
 		.before_register = hook_before_register,
 		.refresh = hook_refresh,
@@ -1059,15 +1050,7 @@ static int daemon_setup(struct daemon *d)
 		k = rdp_lock_new(d->state_dir, &d->lock);
 	if (k < 0)
 		return k;
-	k = rdp_event_new(&d->event);
-	if (k < 0)
-		return k;
-	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
-		k = rdp_event_add_signal(d->event, sigs[i], on_signal, d, &d->sig_src[i]);
-		if (k < 0)
-			return k;
-	}
+	d->event = e;
 	/* Before the lock: the probes answer while this daemon waits for it. */
 	k = metrics_start(d);
 	if (k >= 0)
@@ -1079,20 +1062,11 @@ static int daemon_setup(struct daemon *d)
 	 * their callbacks run only once the loop runs.
 	 */
 	{
-		struct rdp_hostwatch_options hw = {.dev_root = o->dev_root};
 		int err = 0;
 
-		k = rdp_hostwatch_new(d->event, &hw, on_host_change, d, &d->hostwatch);
+		k = rdp_node_watch_host(d->event, o->dev_root, on_host_change, d, &d->hostwatch);
 		if (k < 0)
 			return k;
-		for (int i = 0; i < RDP_HOSTWATCH_SOURCE_MAX; i++)
-			if (rdp_hostwatch_source_state(d->hostwatch, i, &err) ==
-			    RDP_HOSTWATCH_UNAVAILABLE)
-				rdp_log(RDP_LOG_WARNING, "hostwatch-unavailable",
-					"source=%s error=%s msg=%s", rdp_hostwatch_source_name(i),
-					rdp_log_errno(err),
-					rdp_log_q("changes it would report are seen at the periodic "
-						  "rescan"));
 		k = rdp_confwatch_new(d->event, o->config_file, NULL, on_config_change, d,
 				      &d->confwatch);
 		if (k < 0)
@@ -1197,7 +1171,12 @@ int rdp_daemon_run(const struct rdp_daemon_options *opts)
 		.lock_holder_logged = -1,
 		.scrape_errors_logged = FNV64_OFFSET, /* no errors (log_scrape_errors) */
 	};
-	int k;
+	struct rdp_node_daemon n = {
+		.userdata = &d,
+		.setup = daemon_setup,
+		.reload = on_sighup,
+		.done = daemon_done,
+	};
 
 	if (!o.config_file)
 		o.config_file = RDP_DEFAULT_CONFIG_FILE;
@@ -1207,20 +1186,6 @@ int rdp_daemon_run(const struct rdp_daemon_options *opts)
 		o.dev_root = RDP_DEFAULT_DEV_ROOT;
 	if (!o.kubelet_root)
 		o.kubelet_root = RDP_DEFAULT_KUBELET_ROOT;
-	rdp_log_set_max_level(o.verbose ? RDP_LOG_DEBUG : RDP_LOG_INFO);
-
-	k = daemon_setup(&d);
-	if (k < 0) {
-		if (k != -EINVAL)
-			rdp_log(RDP_LOG_ERROR, "start-failed", "error=%s", rdp_log_errno(k));
-		daemon_done(&d);
-		return 1;
-	}
-	k = rdp_event_run(d.event);
-	if (k < 0)
-		rdp_log(RDP_LOG_ERROR, "loop-failed", "error=%s", rdp_log_errno(k));
-	/* Servers close their streams and remove their own sockets, nothing else. */
-	daemon_done(&d);
-	rdp_log(RDP_LOG_INFO, "stopped", "code=%d", k < 0 ? 1 : 0);
-	return k < 0 ? 1 : 0;
+	n.verbose = o.verbose;
+	return rdp_node_run(&n);
 }

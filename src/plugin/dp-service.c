@@ -651,6 +651,18 @@ static int check_ids(const struct rdp_dp_state *s, size_t ci, char **ids, size_t
  */
 #define RDP_DP_UNPACK_BUDGET (512u << 10)
 
+/* -E2BIG with *ret_error when a request holds more containers than this server accepts. */
+static int too_many_requests(size_t n, char **ret_error)
+{
+	struct msgbuf b = {.n = 0};
+
+	if (n <= RDP_DP_MAX_CONTAINER_REQUESTS)
+		return 0;
+	mb_add(&b, "%zu container requests, at most %d are accepted", n,
+	       RDP_DP_MAX_CONTAINER_REQUESTS);
+	return mb_error(&b, ret_error, -E2BIG);
+}
+
 /* Why an unpack failed: budget (-ENOBUFS with *ret_error), memory, or a malformed request. */
 static int unpack_error(const struct rdp_pb_arena *a, char **ret_error)
 {
@@ -841,12 +853,9 @@ static int allocate_parse(const struct rdp_dp_state *s, const uint8_t *req, size
 	r = v1beta1__allocate_request__unpack(rdp_pb_arena_allocator(&arena), len, req);
 	if (!r)
 		return unpack_error(&arena, ret_error);
-	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
-		mb_add(&b, "%zu container requests, at most %d are accepted",
-		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
-		k = mb_error(&b, ret_error, -E2BIG);
+	k = too_many_requests(r->n_container_requests, ret_error);
+	if (k < 0)
 		goto out;
-	}
 	for (size_t i = 0; i < r->n_container_requests; i++) {
 		size_t n = r->container_requests[i]->n_devices_ids;
 
@@ -1365,7 +1374,6 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 	V1beta1__PreferredAllocationRequest *r;
 	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
 	V1beta1__ContainerPreferredAllocationResponse *cs = NULL, **cptrs = NULL;
-	struct msgbuf b = {.n = 0};
 	size_t n_done = 0;
 	int k = 0;
 
@@ -1374,12 +1382,9 @@ int rdp_dp_preferred_allocation(const struct rdp_dp_state *s, const uint8_t *req
 							  req);
 	if (!r)
 		return unpack_error(&arena, ret_error);
-	if (r->n_container_requests > RDP_DP_MAX_CONTAINER_REQUESTS) {
-		mb_add(&b, "%zu container requests, at most %d are accepted",
-		       r->n_container_requests, RDP_DP_MAX_CONTAINER_REQUESTS);
-		k = mb_error(&b, ret_error, -E2BIG);
+	k = too_many_requests(r->n_container_requests, ret_error);
+	if (k < 0)
 		goto out;
-	}
 	cs = rdp_calloc(r->n_container_requests + 1, sizeof(*cs));
 	cptrs = rdp_calloc(r->n_container_requests + 1, sizeof(*cptrs));
 	if (!cs || !cptrs) {
@@ -1569,19 +1574,25 @@ size_t rdp_dp_service_parked(const struct rdp_dp_service *s)
 	return s->n_parked;
 }
 
-int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
+/* Opens root (NULL: none) in place of the fd in *fdp; the old one stays on failure. */
+static int replace_root(int *fdp, const char *root)
 {
 	int fd = -1, r;
 
-	if (dev_root) {
-		r = rdp_sysfs_open_root(dev_root, &fd);
+	if (root) {
+		r = rdp_sysfs_open_root(root, &fd);
 		if (r < 0)
 			return r;
 	}
-	if (s->dev_fd >= 0)
-		close(s->dev_fd);
-	s->dev_fd = fd;
+	if (*fdp >= 0)
+		close(*fdp);
+	*fdp = fd;
 	return 0;
+}
+
+int rdp_dp_service_set_dev_root(struct rdp_dp_service *s, const char *dev_root)
+{
+	return replace_root(&s->dev_fd, dev_root);
 }
 
 void rdp_dp_service_set_settled(struct rdp_dp_service *s, bool (*settled)(void *userdata),
@@ -1593,17 +1604,7 @@ void rdp_dp_service_set_settled(struct rdp_dp_service *s, bool (*settled)(void *
 
 int rdp_dp_service_set_sysfs_root(struct rdp_dp_service *s, const char *sysfs_root)
 {
-	int fd = -1, r;
-
-	if (sysfs_root) {
-		r = rdp_sysfs_open_root(sysfs_root, &fd);
-		if (r < 0)
-			return r;
-	}
-	if (s->sys_fd >= 0)
-		close(s->sys_fd);
-	s->sys_fd = fd;
-	return 0;
+	return replace_root(&s->sys_fd, sysfs_root);
 }
 
 /*

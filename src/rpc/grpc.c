@@ -21,13 +21,13 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "accept.h"
 #include "event.h"
 #include "grpc-frame.h"
 #include "h2.h"
 #include "pb.h"
 #include "macro.h"
 
+#define MAX_ACCEPT_PER_EVENT 16
 /* What an open call costs besides its headers and request bytes: ours and nghttp2's stream. */
 #define CALL_COST (sizeof(struct rdp_grpc_call) + 512)
 
@@ -429,7 +429,8 @@ int rdp_grpc_call_send(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 	return 0;
 }
 
-int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
+/* Packs msg and hands it to send (a message on the stream, or the reply that ends the call). */
+static int call_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg, bool reply)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
@@ -438,9 +439,17 @@ int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage
 	if (!c || !msg)
 		return -EINVAL;
 	r = rdp_pb_pack(msg, &buf, &len);
-	if (r < 0)
+	if (r < 0) {
+		if (reply)
+			(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
 		return r;
-	return rdp_grpc_call_send(c, buf, len);
+	}
+	return reply ? rdp_grpc_call_reply(c, buf, len) : rdp_grpc_call_send(c, buf, len);
+}
+
+int rdp_grpc_call_send_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
+{
+	return call_pb(c, msg, false);
 }
 
 int rdp_grpc_call_fail(struct rdp_grpc_call *c, enum rdp_grpc_code code, const char *message)
@@ -490,18 +499,7 @@ int rdp_grpc_call_reply(struct rdp_grpc_call *c, const uint8_t *msg, size_t len)
 
 int rdp_grpc_call_reply_pb(struct rdp_grpc_call *c, const struct ProtobufCMessage *msg)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
-	size_t len;
-	int r;
-
-	if (!c || !msg)
-		return -EINVAL;
-	r = rdp_pb_pack(msg, &buf, &len);
-	if (r < 0) {
-		(void)rdp_grpc_call_fail(c, RDP_GRPC_INTERNAL, "out of memory");
-		return r;
-	}
-	return rdp_grpc_call_reply(c, buf, len);
+	return call_pb(c, msg, true);
 }
 
 void rdp_grpc_call_set_close_cb(struct rdp_grpc_call *c,
@@ -1084,16 +1082,13 @@ int rdp_grpc_server_add_memory_conn(struct rdp_grpc_server *s, struct rdp_h2 **r
 	return 0;
 }
 
-/* Over the limit: the peer sees EOF at once (kubelet redials). */
-static void take(int cfd, const struct sockaddr *peer, socklen_t peer_len, void *userdata)
+static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_grpc_server *s = userdata;
 	struct conn *conn;
 
-	(void)peer;
-	(void)peer_len;
 	if (s->n_conns >= s->limits.max_connections) {
-		close(cfd);
+		close(cfd); /* over the limit: the peer sees EOF at once */
 		return;
 	}
 	(void)conn_new(s, cfd, &conn);
@@ -1101,7 +1096,7 @@ static void take(int cfd, const struct sockaddr *peer, socklen_t peer_len, void 
 
 static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)
 {
-	return rdp_accept_some(fd, RDP_ACCEPT_MAX_PER_EVENT, take, userdata);
+	return rdp_accept_each(fd, MAX_ACCEPT_PER_EVENT, on_conn, userdata);
 }
 
 int rdp_grpc_server_new(struct rdp_event *e, const char *path, const struct rdp_grpc_method *methods,
