@@ -3,13 +3,14 @@
 #   make check   install what is missing, build with -Werror, run every test, again under ASan+UBSan
 #   make demo    show what rdma-dp sees and serves on a bundled DGX H100-like node
 #   make image   the container image (Containerfile, FROM scratch) as build/rdma-dp-image.tar
+#   make image-netop  that image and its network-operator variant (Containerfile.netop, busybox)
 #   make fuzz    run each libFuzzer target for FUZZ_SECONDS (default 60; clang, see tests/fuzz)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PY := /usr/bin/python3
 # CMake's own progress lines are enough; no "Entering directory" from every sub-make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps build check check-release check-asan demo image clean
+.PHONY: all deps build check check-release check-asan demo image image-netop clean
 .PHONY: fuzz check-fuzz fuzz-build fuzz-run clean-fuzz
 
 all: build
@@ -45,13 +46,18 @@ demo: build
 image: build
 	sh scripts/build-image.sh build/rdma-dp build/rdma-dp-image.tar
 
+# The same, and the variant for NVIDIA network-operator (README: Image) as
+# build/rdma-dp-netop-image.tar.
+image-netop: build
+	sh scripts/build-image.sh build/rdma-dp build/rdma-dp-image.tar build/rdma-dp-netop-image.tar
+
 clean:
 	rm -rf build build-check build-asan
 
 # Fuzzing (tests/fuzz/README.md): libFuzzer targets built by clang in build-fuzz. New inputs
 # go to build-fuzz/corpus/<target>, crashes to build-fuzz/artifacts/; the checked-in seeds
 # in tests/fuzz/corpus/<target> are only read.
-FUZZ_TARGETS := cdi-names config dra-claim oci-hook grpc-frame h2-server http-request kube-response nccl-env netlink protobuf sysfs-parsers
+FUZZ_TARGETS := cli-opt cdi-names config dra-claim goflag oci-hook grpc-frame h2-server http-request kube-response nccl-env netlink protobuf sysfs-parsers
 FUZZ_SECONDS ?= 60
 FUZZ_CHECK_SECONDS ?= 15
 # True when clang can build and link a libFuzzer target here.

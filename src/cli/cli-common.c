@@ -2,7 +2,6 @@
 #include "cli-common.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -72,82 +71,42 @@ int cli_open_roots(const char *cmd, const char *sysfs_root, const char *dev_root
 	return 0;
 }
 
-int cli_option_error(const char *cmd, char **argv, int c)
-{
-	const char *word = optind > 0 ? argv[optind - 1] : "?";
-	char buf[64];
-
-	/*
-	 * Name the option as it was typed: a long one is the word getopt last read (up to any
-	 * '='); a short one is optopt, which for long options holds their value instead.
-	 */
-	if (strncmp(word, "--", 2) == 0)
-		snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(word, "="), word);
-	else if (optopt > ' ' && optopt < 0x7f)
-		snprintf(buf, sizeof(buf), "-%c", optopt);
-	else
-		snprintf(buf, sizeof(buf), "%s", word);
-	if (c == ':')
-		fprintf(stderr, "rdma-dp %s: option '%s' needs an argument\n", cmd, buf);
-	else
-		fprintf(stderr, "rdma-dp %s: unknown option '%s' (see 'rdma-dp %s --help')\n", cmd,
-			buf, cmd);
-	return 2;
-}
-
-int cli_no_operands(const char *cmd, int argc, char **argv)
-{
-	if (optind >= argc)
-		return 0;
-	fprintf(stderr, "rdma-dp %s: unexpected argument '%s' (see 'rdma-dp %s --help')\n", cmd,
-		argv[optind], cmd);
-	return 2;
-}
-
-int cli_parse_node_args(const char *cmd, int argc, char **argv, void (*help)(void),
+int cli_parse_node_args(const struct cli_cmd *cmd, int argc, char **argv,
 			struct cli_node_args *ret)
 {
-	enum { ARG_SYSFS_ROOT = 0x100, ARG_DEV_ROOT, ARG_VERSION };
-	static const struct option options[] = {
-		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
-		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, ARG_VERSION},
-		{},
-	};
-	int c;
-
-	*ret = (struct cli_node_args){
+	struct cli_node_args a = {
 		.sysfs_root = RDP_DEFAULT_SYSFS_ROOT,
 		.dev_root = RDP_DEFAULT_DEV_ROOT,
 		.output = CLI_OUTPUT_TABLE,
 	};
-	opterr = 0;
-	optind = 0; /* also resets getopt's internal state */
-	while ((c = getopt_long(argc, argv, "+:ho:", options, NULL)) >= 0) {
-		switch (c) {
-		case ARG_SYSFS_ROOT:
-			ret->sysfs_root = optarg;
-			break;
-		case ARG_DEV_ROOT:
-			ret->dev_root = optarg;
-			break;
-		case 'o':
-			if (cli_parse_output(cmd, optarg, &ret->output) < 0)
-				return 2;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case ARG_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error(cmd, argv, c);
-		}
-	}
-	if (cli_no_operands(cmd, argc, argv))
-		return 2;
+	const struct cli_opt opts[] = {
+		CLI_OPT_SYSFS_ROOT(&a.sysfs_root),
+		CLI_OPT_DEV_ROOT(&a.dev_root),
+		{"output", 'o', required_argument, "FMT", .help = "table (default) or json"},
+		{},
+	};
+	struct cli_parser p;
+	int c;
+
+	cli_parser_init(&p, cmd, opts, argc, argv);
+	while ((c = cli_next(&p)) > 0)
+		if (c == 'o' && cli_parse_output(cmd->name, p.arg, &a.output) < 0)
+			return 2;
+	if (c < 0)
+		return p.exit;
+	*ret = a;
 	return -1;
+}
+
+int cli_output_done(const char *cmd, int r)
+{
+	if (r < 0) {
+		fprintf(stderr, "rdma-dp %s: %s\n", cmd, strerror(-r));
+		return 1;
+	}
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "rdma-dp %s: writing output: %s\n", cmd, strerror(errno));
+		return 1;
+	}
+	return 0;
 }

@@ -4,6 +4,10 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "cli-opt.h"
+#include "discovery.h"
+#include "registration.h"
+
 enum cli_output {
 	CLI_OUTPUT_TABLE,
 	CLI_OUTPUT_JSON,
@@ -26,16 +30,16 @@ int cli_parse_output(const char *cmd, const char *arg, enum cli_output *ret);
 int cli_open_roots(const char *cmd, const char *sysfs_root, const char *dev_root, int *ret_sys,
 		   int *ret_dev);
 
-/*
- * For getopt_long()'s ':' (missing argument; the optstring must start with ':') and '?'
- * (unknown option) results: prints "rdma-dp CMD: option '-o' needs an argument" or
- * "rdma-dp CMD: unknown option '--foo' (see 'rdma-dp CMD --help')" and returns 2, the usage
- * exit code.
- */
-int cli_option_error(const char *cmd, char **argv, int c);
-
-/* 0 when getopt_long() left no operand, else "rdma-dp CMD: unexpected argument 'x'" and 2. */
-int cli_no_operands(const char *cmd, int argc, char **argv);
+/* Rows of the option tables that mean the same in every command that takes them. */
+#define CLI_OPT_SYSFS_ROOT(ret)                                                                    \
+	{"sysfs-root", 0, required_argument, "DIR", .str = (ret),                                  \
+	 .help = "read sysfs below DIR (default " RDP_DEFAULT_SYSFS_ROOT ")"}
+#define CLI_OPT_DEV_ROOT(ret)                                                                      \
+	{"dev-root", 0, required_argument, "DIR", .str = (ret),                                    \
+	 .help = "look for device nodes below DIR (default " RDP_DEFAULT_DEV_ROOT ")"}
+#define CLI_OPT_KUBELET_ROOT(ret)                                                                  \
+	{"kubelet-root-dir", 0, required_argument, "DIR", .str = (ret),                            \
+	 .help = "kubelet's root directory (default " RDP_DEFAULT_KUBELET_ROOT ")"}
 
 /* What a command that reads one node's trees is told on its command line. */
 struct cli_node_args {
@@ -45,9 +49,17 @@ struct cli_node_args {
 };
 
 /*
- * The command line of `discover` and `topo`: --sysfs-root, --dev-root, -o/--output, -h/--help
- * (calls help), --version, no operand. Returns -1 when the command goes on with *ret filled,
- * else the exit code to return (0 after --help/--version, 2 on a usage error, said on stderr).
+ * The command line of `discover` and `topo` (cmd names the command and says what it does):
+ * --sysfs-root, --dev-root, -o/--output, no operand. Returns -1 when the command goes on with
+ * *ret filled, else the exit code to return (0 after --help/--version, 2 on a usage error,
+ * said on stderr).
  */
-int cli_parse_node_args(const char *cmd, int argc, char **argv, void (*help)(void),
+int cli_parse_node_args(const struct cli_cmd *cmd, int argc, char **argv,
 			struct cli_node_args *ret);
+
+/*
+ * The end of a command that printed a report on stdout (r: what printing returned): says a
+ * failure or a failed flush ("rdma-dp CMD: writing output: ...") and returns the exit code,
+ * 0 or 1.
+ */
+int cli_output_done(const char *cmd, int r);

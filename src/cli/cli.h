@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Sub-commands of rdma-dp; each parses its own options (getopt_long) and returns an exit code. */
+/* Sub-commands of rdma-dp; each parses its own options (cli-opt.h) and returns an exit code. */
 #pragma once
 
 int cmd_discover(int argc, char **argv);
@@ -13,6 +13,9 @@ int cmd_kube_get(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 int cmd_install_hook(int argc, char **argv);
+/*
+ * k8s-rdma-shared-dp: argv[0] is the Go plugin's name (cmd-shared-dp.c); argv is the whole
+ * command line, its flags in Go's syntax.
+ */
+int cmd_shared_dp(int argc, char **argv);
 
-/* Prints "rdma-dp <version>" to stdout; for every sub-command's --version. */
-void cli_print_version(void);

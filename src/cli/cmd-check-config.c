@@ -5,7 +5,6 @@
  * result. The same config, selector and pool code as the daemon.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,25 +24,13 @@
 
 static const char *const cmd = "check-config";
 
-static void help(void)
-{
-	printf("Usage: rdma-dp check-config [OPTIONS]\n"
-	       "\n"
-	       "Validate a config.json of k8s-rdma-shared-dev-plugin and explain, device by device\n"
-	       "and key by key, what each resource selects on this node.\n"
-	       "\n"
-	       "Options:\n"
-	       "  -c, --config-file FILE  the config (default %s)\n"
-	       "      --sysfs-root DIR    read sysfs under DIR (default %s)\n"
-	       "      --dev-root DIR      read device nodes under DIR (default %s)\n"
-	       "  -o, --output FORMAT     text (default) or json\n"
-	       "  -h, --help              show this help\n"
-	       "      --version           show the version\n"
-	       "\n"
-	       "Exit status: 0 when the config is valid (warnings included), 1 when it is not or\n"
-	       "the node cannot be read, 2 on a usage error.\n",
-	       RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
-}
+static const struct cli_cmd check_config_cmd = {
+	.name = "check-config",
+	.about = "Validate a config.json of k8s-rdma-shared-dev-plugin and explain, device by "
+		 "device and key by key, what each resource selects on this node.\n",
+	.epilog = "Exit status: 0 when the config is valid (warnings included), 1 when it is not "
+		  "or the node cannot be read, 2 on a usage error.\n",
+};
 
 static void print_diags(FILE *f, const struct rdp_diags *d)
 {
@@ -675,16 +662,6 @@ static int json_report(const char *path, const struct rdp_config *c, const struc
 
 int cmd_check_config(int argc, char **argv)
 {
-	enum { OPT_SYSFS = 0x100, OPT_DEV, OPT_VERSION };
-	static const struct option opts[] = {
-		{ "config-file", required_argument, NULL, 'c' },
-		{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
-		{ "dev-root", required_argument, NULL, OPT_DEV },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{}
-	};
 	const char *arg_config = RDP_DEFAULT_CONFIG_FILE, *arg_sysfs = RDP_DEFAULT_SYSFS_ROOT;
 	const char *arg_dev = RDP_DEFAULT_DEV_ROOT;
 	enum cli_output arg_output = CLI_OUTPUT_TABLE;
@@ -692,39 +669,30 @@ int cmd_check_config(int argc, char **argv)
 	struct rdp_config *c = NULL;
 	struct rdp_host *h = NULL;
 	struct rdp_pools *pools = NULL;
+	const struct cli_opt opts[] = {
+		{"config-file", 'c', required_argument, "FILE", .str = &arg_config,
+		 .help = "the config (default " RDP_DEFAULT_CONFIG_FILE ")"},
+		CLI_OPT_SYSFS_ROOT(&arg_sysfs),
+		CLI_OPT_DEV_ROOT(&arg_dev),
+		{"output", 'o', required_argument, "FORMAT", .help = "text (default) or json"},
+		{},
+	};
+	struct cli_parser p;
 	int opt, r, ret = 1;
 
-	opterr = 0;
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, ":c:o:h", opts, NULL)) != -1) {
+	cli_parser_init(&p, &check_config_cmd, opts, argc, argv);
+	while ((opt = cli_next(&p)) > 0) {
 		switch (opt) {
-		case 'c':
-			arg_config = optarg;
-			break;
-		case OPT_SYSFS:
-			arg_sysfs = optarg;
-			break;
-		case OPT_DEV:
-			arg_dev = optarg;
-			break;
 		case 'o':
-			if (strcmp(optarg, "text") == 0)
+			if (strcmp(p.arg, "text") == 0)
 				arg_output = CLI_OUTPUT_TABLE;
-			else if (cli_parse_output(cmd, optarg, &arg_output) < 0)
+			else if (cli_parse_output(cmd, p.arg, &arg_output) < 0)
 				return 2;
 			break;
-		case 'h':
-			help();
-			return 0;
-		case OPT_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error(cmd, argv, opt);
 		}
 	}
-	if (cli_no_operands(cmd, argc, argv))
-		return 2;
+	if (opt < 0)
+		return p.exit;
 
 	r = rdp_config_load_file(arg_config, &c, &diags);
 	if (r == -ENOMEM) {

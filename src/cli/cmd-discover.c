@@ -17,22 +17,12 @@
 #include "macro.h"
 #include "topology.h"
 
-static void help(void)
-{
-	printf("Usage: rdma-dp discover [OPTIONS]\n"
-	       "\n"
-	       "Show the RDMA devices of this node as selectors see them: one line per device\n"
-	       "and port (state, link layer, rate, netdevs, PCI IDs, driver, NUMA node, PF of a\n"
-	       "VF, RoCE v2 IPv4 GID index), their char devices, and what could not be read.\n"
-	       "\n"
-	       "Options:\n"
-	       "  --sysfs-root DIR   read sysfs below DIR (default %s)\n"
-	       "  --dev-root DIR     look for device nodes below DIR (default %s)\n"
-	       "  -o, --output FMT   table (default) or json\n"
-	       "  -h, --help         show this help\n"
-	       "      --version      show the version\n",
-	       RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
-}
+static const struct cli_cmd discover_cmd = {
+	.name = "discover",
+	.about = "Show the RDMA devices of this node as selectors see them: one line per device "
+		 "and port (state, link layer, rate, netdevs, PCI IDs, driver, NUMA node, PF of a "
+		 "VF, RoCE v2 IPv4 GID index), their char devices, and what could not be read.\n",
+};
 
 /* ---- the table ---- */
 
@@ -313,7 +303,7 @@ int cmd_discover(int argc, char **argv)
 	struct rdp_host *h = NULL;
 	int r;
 
-	r = cli_parse_node_args("discover", argc, argv, help, &a);
+	r = cli_parse_node_args(&discover_cmd, argc, argv, &a);
 	if (r >= 0)
 		return r;
 	if (cli_open_roots("discover", a.sysfs_root, a.dev_root, &sys, &dev) < 0)
@@ -325,13 +315,5 @@ int cmd_discover(int argc, char **argv)
 	}
 	r = a.output == CLI_OUTPUT_JSON ? print_json(h, sys) : print_table(h, a.sysfs_root);
 	rdp_host_free(h);
-	if (r < 0) {
-		fprintf(stderr, "rdma-dp discover: %s\n", strerror(-r));
-		return 1;
-	}
-	if (fflush(stdout) != 0) {
-		fprintf(stderr, "rdma-dp discover: writing output: %s\n", strerror(errno));
-		return 1;
-	}
-	return 0;
+	return cli_output_done("discover", r);
 }

@@ -10,7 +10,6 @@
  * the first `fail` is the first thing to fix; -o json carries the same results.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,46 +34,26 @@ static const char *const cmd = "doctor";
 #define DOCTOR_DEFAULT_INTERVAL_MS 1000
 #define DOCTOR_MAX_INTERVAL_MS 60000
 
-static void help(void)
-{
-	printf("Usage: rdma-dp doctor [OPTIONS]\n"
-	       "\n"
-	       "Check what stands between a pod and NCCL over RDMA, one line per check: its ID,\n"
-	       "ok/skip/warn/fail, the finding (device and value), and for warn and fail the\n"
-	       "symptom it explains (in NCCL's words) and the fix. Grouped in the order fixes\n"
-	       "follow (stack, plugin, ports, pcie, placement, gpudirect, congestion), failures\n"
-	       "first, so the first fail is the first thing to fix. A check that cannot run says\n"
-	       "skip and why.\n"
-	       "\n"
-	       "On the node (default): the node groups. Inside a workload container (--pod), or\n"
-	       "from a debug container sharing its process namespace (--pid N): the pod group\n"
-	       "(devices, memlock, /dev/shm, NCCL variables) alone.\n"
-	       "\n"
-	       "Options:\n"
-	       "  -c, --config-file FILE      the plugin's config (default %s,\n"
-	       "                              read when it exists)\n"
-	       "      --sysfs-root DIR        read sysfs below DIR (default %s)\n"
-	       "      --dev-root DIR          look for device nodes below DIR (default %s)\n"
-	       "      --proc-root DIR         read procfs below DIR (default %s)\n"
-	       "      --kubelet-root-dir DIR  kubelet's root directory, for the daemon's status\n"
-	       "                              and sockets (default %s)\n"
-	       "      --interval MS           time between the two samples of the loss counters\n"
-	       "                              (default %d; 0: one sample, the counters skip)\n"
-	       "      --pod                   check this container (run inside the workload pod)\n"
-	       "      --pid N                 check the container of process N (under the proc\n"
-	       "                              root)\n"
-	       "      --group LIST            only these groups, comma-separated (a later group\n"
-	       "                              reads the earlier ones' results: without them it\n"
-	       "                              cannot tell a cause from its consequence)\n"
-	       "  -o, --output FMT            text (default) or json\n"
-	       "  -h, --help                  show this help\n"
-	       "      --version               show the version\n"
-	       "\n"
-	       "Exit status: 0 when no check fails, 1 when one does (or the node cannot be read),\n"
-	       "2 on a usage error.\n",
-	       RDP_DEFAULT_CONFIG_FILE, RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT,
-	       DOCTOR_DEFAULT_PROC_ROOT, RDP_DEFAULT_KUBELET_ROOT, DOCTOR_DEFAULT_INTERVAL_MS);
-}
+enum {
+	OPT_PROC = CLI_KEY_LONG,
+	OPT_INTERVAL,
+	OPT_PID,
+	OPT_GROUP,
+};
+
+static const struct cli_cmd doctor_cmd = {
+	.name = "doctor",
+	.about = "Check what stands between a pod and NCCL over RDMA, one line per check: its ID, "
+		 "ok/skip/warn/fail, the finding (device and value), and for warn and fail the "
+		 "symptom it explains (in NCCL's words) and the fix. Grouped in the order fixes "
+		 "follow (stack, plugin, ports, pcie, placement, gpudirect, congestion), failures "
+		 "first, so the first fail is the first thing to fix. A check that cannot run says "
+		 "skip and why.\n\nOn the node (default): the node groups. Inside a workload "
+		 "container (--pod), or from a debug container sharing its process namespace "
+		 "(--pid N): the pod group (devices, memlock, /dev/shm, NCCL variables) alone.\n",
+	.epilog = "Exit status: 0 when no check fails, 1 when one does (or the node cannot be "
+		  "read), 2 on a usage error.\n",
+};
 
 static int parse_uint(const char *opt, const char *arg, unsigned long min, unsigned long max,
 		      unsigned long *ret)
@@ -137,32 +116,6 @@ static int parse_groups(const char *arg, unsigned int *ret)
 
 int cmd_doctor(int argc, char **argv)
 {
-	enum {
-		OPT_SYSFS = 0x100,
-		OPT_DEV,
-		OPT_PROC,
-		OPT_KUBELET,
-		OPT_INTERVAL,
-		OPT_POD,
-		OPT_PID,
-		OPT_GROUP,
-		OPT_VERSION
-	};
-	static const struct option opts[] = {
-		{"config-file", required_argument, NULL, 'c'},
-		{"sysfs-root", required_argument, NULL, OPT_SYSFS},
-		{"dev-root", required_argument, NULL, OPT_DEV},
-		{"proc-root", required_argument, NULL, OPT_PROC},
-		{"kubelet-root-dir", required_argument, NULL, OPT_KUBELET},
-		{"interval", required_argument, NULL, OPT_INTERVAL},
-		{"pod", no_argument, NULL, OPT_POD},
-		{"pid", required_argument, NULL, OPT_PID},
-		{"group", required_argument, NULL, OPT_GROUP},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{},
-	};
 	const char *config_file = NULL, *sysfs = RDP_DEFAULT_SYSFS_ROOT;
 	const char *dev = RDP_DEFAULT_DEV_ROOT, *proc = DOCTOR_DEFAULT_PROC_ROOT;
 	const char *kubelet = RDP_DEFAULT_KUBELET_ROOT;
@@ -178,50 +131,60 @@ int cmd_doctor(int argc, char **argv)
 	struct rdp_pools *pools = NULL;
 	struct rdp_host *h = NULL;
 	struct rdp_topo *topo = NULL;
+	const struct cli_opt opts[] = {
+		{"config-file", 'c', required_argument, "FILE", .str = &config_file,
+		 .help = "the plugin's config (default " RDP_DEFAULT_CONFIG_FILE ", read when it "
+			 "exists)"},
+		CLI_OPT_SYSFS_ROOT(&sysfs),
+		CLI_OPT_DEV_ROOT(&dev),
+		{"proc-root", OPT_PROC, required_argument, "DIR",
+		 .help = "read procfs below DIR (default " DOCTOR_DEFAULT_PROC_ROOT ")"},
+		{"kubelet-root-dir", 0, required_argument, "DIR", .str = &kubelet,
+		 .help = "kubelet's root directory, for the daemon's status and sockets (default "
+			 RDP_DEFAULT_KUBELET_ROOT ")"},
+		{"interval", OPT_INTERVAL, required_argument, "MS",
+		 .help = "time between the two samples of the loss counters (default "
+			 CLI_STR(DOCTOR_DEFAULT_INTERVAL_MS) "; 0: one sample, the counters skip)"},
+		{"pod", 0, no_argument, NULL, .flag = &pod,
+		 .help = "check this container (run inside the workload pod)"},
+		{"pid", OPT_PID, required_argument, "N",
+		 .help = "check the container of process N (under the proc root)"},
+		{"group", OPT_GROUP, required_argument, "LIST",
+		 .help = "only these groups, comma-separated (a later group reads the earlier "
+			 "ones' results: without them it cannot tell a cause from its "
+			 "consequence)"},
+		{"output", 'o', required_argument, "FMT", .help = "text (default) or json"},
+		{},
+	};
+	struct cli_parser p;
 	int opt, k, ret = 1;
 
-	opterr = 0;
-	optind = 0;
-	while ((opt = getopt_long(argc, argv, ":c:o:h", opts, NULL)) != -1) {
+	cli_parser_init(&p, &doctor_cmd, opts, argc, argv);
+	while ((opt = cli_next(&p)) > 0) {
 		switch (opt) {
-		case 'c':
-			config_file = optarg;
-			break;
-		case OPT_SYSFS:
-			sysfs = optarg;
-			break;
-		case OPT_DEV:
-			dev = optarg;
-			break;
 		case OPT_PROC:
-			proc = optarg;
+			proc = p.arg;
 			proc_given = true;
 			break;
-		case OPT_KUBELET:
-			kubelet = optarg;
-			break;
 		case OPT_INTERVAL:
-			if (parse_uint("--interval", optarg, 0, DOCTOR_MAX_INTERVAL_MS, &interval) <
+			if (parse_uint("--interval", p.arg, 0, DOCTOR_MAX_INTERVAL_MS, &interval) <
 			    0)
 				return 2;
 			break;
-		case OPT_POD:
-			pod = true;
-			break;
 		case OPT_PID:
-			if (parse_uint("--pid", optarg, 1, 0x7fffffff, &pid) < 0)
+			if (parse_uint("--pid", p.arg, 1, 0x7fffffff, &pid) < 0)
 				return 2;
 			break;
 		case OPT_GROUP:
-			if (parse_groups(optarg, &groups) < 0)
+			if (parse_groups(p.arg, &groups) < 0)
 				return 2;
 			break;
 		case 'o':
-			if (strcmp(optarg, "text") == 0)
+			if (strcmp(p.arg, "text") == 0)
 				output = CLI_OUTPUT_TABLE;
-			else if (strcmp(optarg, "table") == 0 ||
-				 cli_parse_output(cmd, optarg, &output) < 0) {
-				if (strcmp(optarg, "table") == 0)
+			else if (strcmp(p.arg, "table") == 0 ||
+				 cli_parse_output(cmd, p.arg, &output) < 0) {
+				if (strcmp(p.arg, "table") == 0)
 					fprintf(stderr,
 						"rdma-dp %s: invalid output format 'table' (expected "
 						"'text' or 'json')\n",
@@ -229,18 +192,10 @@ int cmd_doctor(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'h':
-			help();
-			return 0;
-		case OPT_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error(cmd, argv, opt);
 		}
 	}
-	if (cli_no_operands(cmd, argc, argv))
-		return 2;
+	if (opt < 0)
+		return p.exit;
 	if (pod && pid) {
 		fprintf(stderr, "rdma-dp %s: --pod and --pid exclude each other (see 'rdma-dp %s "
 				"--help')\n",

@@ -25,7 +25,6 @@
  * daemon's probe then checks the serving one's sockets, which is what the node needs.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,30 +43,19 @@ static const char *const cmd = "health";
 #define HEALTH_DEFAULT_TIMEOUT_MS 2000
 #define HEALTH_MAX_TIMEOUT_MS (10 * 60 * 1000)
 
-static void help(void)
-{
-	printf("Usage: rdma-dp health [OPTIONS]\n"
-	       "\n"
-	       "Check that a running 'rdma-dp serve' answers kubelet: every socket the daemon\n"
-	       "says it serves (<root>/device-plugins/.rdma-dp/status.json, or the same under\n"
-	       "plugins_registry) must answer GetDevicePluginOptions. The config on disk is not\n"
-	       "read: an edit the daemon has not applied yet, or an invalid one it refused,\n"
-	       "changes nothing here. No discovery: cheap enough for a liveness probe.\n"
-	       "\n"
-	       "Options:\n"
-	       "  -c, --config-file FILE      accepted for compatibility, ignored\n"
-	       "      --kubelet-root-dir DIR  kubelet's root directory (default %s)\n"
-	       "      --registration MODE     auto, kubelet-sock or plugins-registry: where the\n"
-	       "                              daemon's sockets and status are (default auto:\n"
-	       "                              the newer of the two status files)\n"
-	       "      --timeout-ms N          give up after N ms (default %d)\n"
-	       "  -h, --help                  show this help\n"
-	       "      --version               show the version\n"
-	       "\n"
-	       "Exit status: 0 when every socket the daemon serves answers, 1 when one does not or\n"
-	       "the daemon published no status (one line on stderr says why), 2 on a usage error.\n",
-	       RDP_DEFAULT_KUBELET_ROOT, HEALTH_DEFAULT_TIMEOUT_MS);
-}
+enum { OPT_REG = CLI_KEY_LONG, OPT_TIMEOUT };
+
+static const struct cli_cmd health_cmd = {
+	.name = "health",
+	.about = "Check that a running 'rdma-dp serve' answers kubelet: every socket the daemon "
+		 "says it serves (<root>/device-plugins/.rdma-dp/status.json, or the same under "
+		 "plugins_registry) must answer GetDevicePluginOptions. The config on disk is not "
+		 "read: an edit the daemon has not applied yet, or an invalid one it refused, "
+		 "changes nothing here. No discovery: cheap enough for a liveness probe.\n",
+	.epilog = "Exit status: 0 when every socket the daemon serves answers, 1 when one does not "
+		  "or the daemon published no status (one line on stderr says why), 2 on a usage "
+		  "error.\n",
+};
 
 /*
  * Probes every serving socket of st (status-probe.h). Returns 0 when all answer, 1 when one
@@ -137,38 +125,34 @@ static int run_probes(const struct rdp_status *st, unsigned long timeout_ms, cha
 
 int cmd_health(int argc, char **argv)
 {
-	enum { OPT_KUBELET = 0x100, OPT_REG, OPT_TIMEOUT, OPT_VERSION };
-	static const struct option opts[] = {
-		{"config-file", required_argument, NULL, 'c'},
-		{"kubelet-root-dir", required_argument, NULL, OPT_KUBELET},
-		{"registration", required_argument, NULL, OPT_REG},
-		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{0},
-	};
 	const char *config_file = RDP_DEFAULT_CONFIG_FILE, *root = RDP_DEFAULT_KUBELET_ROOT;
 	enum rdp_registration_mode mode = RDP_REGISTRATION_AUTO;
 	unsigned long timeout_ms = HEALTH_DEFAULT_TIMEOUT_MS;
 	struct rdp_status *st = NULL;
 	char *dir = NULL, *out = NULL, err[512] = "";
+	const struct cli_opt opts[] = {
+		{"config-file", 'c', required_argument, "FILE", .str = &config_file,
+		 .help = "accepted for compatibility, ignored"},
+		CLI_OPT_KUBELET_ROOT(&root),
+		{"registration", OPT_REG, required_argument, "MODE",
+		 .help = "auto, kubelet-sock or plugins-registry: where the daemon's sockets and "
+			 "status are (default auto: the newer of the two status files)"},
+		{"timeout-ms", OPT_TIMEOUT, required_argument, "N",
+		 .help = "give up after N ms (default " CLI_STR(HEALTH_DEFAULT_TIMEOUT_MS) ")"},
+		{},
+	};
+	struct cli_parser p;
 	int opt, k, rc;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+	cli_parser_init(&p, &health_cmd, opts, argc, argv);
+	while ((opt = cli_next(&p)) > 0) {
 		switch (opt) {
-		case 'c':
-			config_file = optarg;
-			break;
-		case OPT_KUBELET:
-			root = optarg;
-			break;
 		case OPT_REG:
-			if (rdp_registration_mode_from_string(optarg, &mode) < 0) {
+			if (rdp_registration_mode_from_string(p.arg, &mode) < 0) {
 				fprintf(stderr,
 					"rdma-dp %s: --registration: unknown mode '%s' (expected "
 					"auto, kubelet-sock or plugins-registry)\n",
-					cmd, optarg);
+					cmd, p.arg);
 				return 2;
 			}
 			break;
@@ -176,29 +160,21 @@ int cmd_health(int argc, char **argv)
 			char *end;
 
 			errno = 0;
-			timeout_ms = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' || timeout_ms == 0 ||
+			timeout_ms = strtoul(p.arg, &end, 10);
+			if (errno || end == p.arg || *end || p.arg[0] == '-' || timeout_ms == 0 ||
 			    timeout_ms > HEALTH_MAX_TIMEOUT_MS) {
 				fprintf(stderr,
 					"rdma-dp %s: --timeout-ms: '%s' is not a number of "
 					"milliseconds from 1 to %d\n",
-					cmd, optarg, HEALTH_MAX_TIMEOUT_MS);
+					cmd, p.arg, HEALTH_MAX_TIMEOUT_MS);
 				return 2;
 			}
 			break;
 		}
-		case 'h':
-			help();
-			return 0;
-		case OPT_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error(cmd, argv, opt);
 		}
 	}
-	if (cli_no_operands(cmd, argc, argv))
-		return 2;
+	if (opt < 0)
+		return p.exit;
 	if (!*root) {
 		fprintf(stderr, "rdma-dp %s: --kubelet-root-dir: empty path\n", cmd);
 		return 2;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cli-opt.h"
 #include "cli.h"
 #include "fileio.h"
 #include "macro.h"

@@ -5,7 +5,6 @@
  * from a pod or a node, and is what tests/integration/test_kube_client.py drives.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,33 +17,22 @@
 
 static const char *const cmd = "kube-get";
 
-static void help(void)
-{
-	printf("Usage: rdma-dp kube-get [OPTIONS] PATH\n"
-	       "\n"
-	       "A diagnostic: GET PATH (e.g. /api/v1/nodes/node-a) from the Kubernetes API server\n"
-	       "with the client of the DRA driver, and print the JSON. In a pod, the service\n"
-	       "account's token and CA and KUBERNETES_SERVICE_HOST/PORT are used; outside one,\n"
-	       "give --api-server, --token-file and --ca-file.\n"
-	       "\n"
-	       "Options:\n"
-	       "      --api-server URL        https://IP:PORT or https://[IPv6]:PORT (no DNS)\n"
-	       "      --token-file FILE       the bearer token (re-read when it changes)\n"
-	       "      --ca-file FILE          the CA bundle (PEM) the server's certificate must\n"
-	       "                              chain to\n"
-	       "      --api-server-name NAME  the name the certificate must carry (default %s;\n"
-	       "                              an IP SAN cannot be checked)\n"
-	       "      --timeout-ms N          bound of one request, connect included (default %d)\n"
-	       "      --repeat N              GET N times on one client (default 1)\n"
-	       "      --interval-ms N         pause between the repeats (default 1000)\n"
-	       "  -v, --verbose               say the TLS version, ALPN and counts on stderr\n"
-	       "  -h, --help                  show this help\n"
-	       "      --version               show the version\n"
-	       "\n"
-	       "Exit status: 0 when every GET answered 2xx, 1 otherwise (one line on stderr says\n"
-	       "why), 2 on a usage error.\n",
-	       RDP_KUBE_DEFAULT_SERVER_NAME, RDP_KUBE_REQUEST_TIMEOUT_MS);
-}
+enum {
+	OPT_TIMEOUT = CLI_KEY_LONG,
+	OPT_REPEAT,
+	OPT_INTERVAL,
+};
+
+static const struct cli_cmd kube_get_cmd = {
+	.name = "kube-get",
+	.operand = "PATH",
+	.about = "A diagnostic: GET PATH (e.g. /api/v1/nodes/node-a) from the Kubernetes API "
+		 "server with the client of the DRA driver, and print the JSON. In a pod, the "
+		 "service account's token and CA and KUBERNETES_SERVICE_HOST/PORT are used; "
+		 "outside one, give --api-server, --token-file and --ca-file.\n",
+	.epilog = "Exit status: 0 when every GET answered 2xx, 1 otherwise (one line on stderr "
+		  "says why), 2 on a usage error.\n",
+};
 
 static int parse_uint(const char *opt, const char *arg, unsigned long max, unsigned long *ret)
 {
@@ -119,82 +107,57 @@ static int get_once(struct rdp_kube_client *c, const char *path, bool verbose)
 
 int cmd_kube_get(int argc, char **argv)
 {
-	enum {
-		OPT_SERVER = 256,
-		OPT_TOKEN,
-		OPT_CA,
-		OPT_NAME,
-		OPT_TIMEOUT,
-		OPT_REPEAT,
-		OPT_INTERVAL,
-		OPT_VERSION
-	};
-	static const struct option options[] = {
-		{"api-server", required_argument, NULL, OPT_SERVER},
-		{"token-file", required_argument, NULL, OPT_TOKEN},
-		{"ca-file", required_argument, NULL, OPT_CA},
-		{"api-server-name", required_argument, NULL, OPT_NAME},
-		{"timeout-ms", required_argument, NULL, OPT_TIMEOUT},
-		{"repeat", required_argument, NULL, OPT_REPEAT},
-		{"interval-ms", required_argument, NULL, OPT_INTERVAL},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{}};
 	const char *server = NULL, *token = NULL, *ca = NULL, *name = NULL, *path;
 	unsigned long timeout_ms = RDP_KUBE_REQUEST_TIMEOUT_MS, repeat = 1, interval_ms = 1000;
 	struct rdp_kube_config cfg = {0};
 	struct rdp_kube_client *c = NULL;
 	_cleanup_free_ char *err = NULL;
 	bool verbose = false;
+	const struct cli_opt opts[] = {
+		{"api-server", 0, required_argument, "URL", .str = &server,
+		 .help = "https://IP:PORT or https://[IPv6]:PORT (no DNS)"},
+		{"token-file", 0, required_argument, "FILE", .str = &token,
+		 .help = "the bearer token (re-read when it changes)"},
+		{"ca-file", 0, required_argument, "FILE", .str = &ca,
+		 .help = "the CA bundle (PEM) the server's certificate must chain to"},
+		{"api-server-name", 0, required_argument, "NAME", .str = &name,
+		 .help = "the name the certificate must carry (default "
+			 RDP_KUBE_DEFAULT_SERVER_NAME "; an IP SAN cannot be checked)"},
+		{"timeout-ms", OPT_TIMEOUT, required_argument, "N",
+		 .help = "bound of one request, connect included (default "
+			 CLI_STR(RDP_KUBE_REQUEST_TIMEOUT_MS) ")"},
+		{"repeat", OPT_REPEAT, required_argument, "N",
+		 .help = "GET N times on one client (default 1)"},
+		{"interval-ms", OPT_INTERVAL, required_argument, "N",
+		 .help = "pause between the repeats (default 1000)"},
+		{"verbose", 'v', no_argument, NULL, .flag = &verbose,
+		 .help = "say the TLS version, ALPN and counts on stderr"},
+		{},
+	};
+	struct cli_parser p;
 	int opt, r, rc = 0;
 
-	while ((opt = getopt_long(argc, argv, ":vh", options, NULL)) != -1) {
+	cli_parser_init(&p, &kube_get_cmd, opts, argc, argv);
+	while ((opt = cli_next(&p)) > 0) {
 		switch (opt) {
-		case OPT_SERVER:
-			server = optarg;
-			break;
-		case OPT_TOKEN:
-			token = optarg;
-			break;
-		case OPT_CA:
-			ca = optarg;
-			break;
-		case OPT_NAME:
-			name = optarg;
-			break;
 		case OPT_TIMEOUT:
-			if (parse_uint("--timeout-ms", optarg, 600000, &timeout_ms) < 0 ||
+			if (parse_uint("--timeout-ms", p.arg, 600000, &timeout_ms) < 0 ||
 			    timeout_ms == 0)
 				return 2;
 			break;
 		case OPT_REPEAT:
-			if (parse_uint("--repeat", optarg, 1000, &repeat) < 0 || repeat == 0)
+			if (parse_uint("--repeat", p.arg, 1000, &repeat) < 0 || repeat == 0)
 				return 2;
 			break;
 		case OPT_INTERVAL:
-			if (parse_uint("--interval-ms", optarg, 600000, &interval_ms) < 0)
+			if (parse_uint("--interval-ms", p.arg, 600000, &interval_ms) < 0)
 				return 2;
 			break;
-		case 'v':
-			verbose = true;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case OPT_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error(cmd, argv, opt);
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "rdma-dp %s: expected one PATH (see 'rdma-dp %s --help')\n", cmd,
-			cmd);
-		return 2;
-	}
-	path = argv[optind];
+	if (opt < 0)
+		return p.exit;
+	path = p.operand;
 	if (server)
 		r = rdp_kube_config_explicit(server, token, ca, name, &cfg, &err);
 	else if (token || ca || name) {

@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,25 +24,14 @@
 #define TEXTFILE_NAME "rdma_dp.prom"
 #define METRICS_MAX_DEVICE_ARGS 64
 
-static void help(void)
-{
-	printf("Usage: rdma-dp metrics [OPTIONS]\n"
-	       "\n"
-	       "Read every RDMA port's state, rate, counters and hw_counters now and print them\n"
-	       "in the Prometheus text format (the fabric families `serve --metrics-address`\n"
-	       "serves), or write them for node_exporter's textfile collector.\n"
-	       "\n"
-	       "Options:\n"
-	       "  --sysfs-root DIR   read sysfs below DIR (default %s)\n"
-	       "  --dev-root DIR     look for device nodes below DIR (default %s)\n"
-	       "  --device NAME      only this RDMA device (ibdev name, as `discover` lists);\n"
-	       "                     repeat for several\n"
-	       "  --textfile DIR     write DIR/" TEXTFILE_NAME " atomically instead of stdout\n"
-	       "                     (DIR: node_exporter's --collector.textfile.directory)\n"
-	       "  -h, --help         show this help\n"
-	       "      --version      show the version\n",
-	       RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
-}
+enum { ARG_DEVICE = CLI_KEY_LONG };
+
+static const struct cli_cmd metrics_cmd = {
+	.name = "metrics",
+	.about = "Read every RDMA port's state, rate, counters and hw_counters now and print them "
+		 "in the Prometheus text format (the fabric families `serve --metrics-address` "
+		 "serves), or write them for node_exporter's textfile collector.\n",
+};
 
 /* Writes text to dir/rdma_dp.prom atomically: a temp file in dir (not *.prom: node_exporter
  * reads only those), fsync, rename. */
@@ -59,16 +47,6 @@ static int write_textfile(const char *dir, const char *text, size_t len)
 
 int cmd_metrics(int argc, char **argv)
 {
-	enum { ARG_SYSFS_ROOT = 0x100, ARG_DEV_ROOT, ARG_TEXTFILE, ARG_VERSION, ARG_DEVICE };
-	static const struct option options[] = {
-		{"sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT},
-		{"dev-root", required_argument, NULL, ARG_DEV_ROOT},
-		{"textfile", required_argument, NULL, ARG_TEXTFILE},
-		{"device", required_argument, NULL, ARG_DEVICE},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, ARG_VERSION},
-		{},
-	};
 	const char *sysfs_root = RDP_DEFAULT_SYSFS_ROOT, *dev_root = RDP_DEFAULT_DEV_ROOT;
 	const char *textfile = NULL;
 	const char *devices[METRICS_MAX_DEVICE_ARGS];
@@ -80,41 +58,35 @@ int cmd_metrics(int argc, char **argv)
 	struct rdp_mtext m;
 	char *text = NULL;
 	size_t len = 0;
+	const struct cli_opt opts[] = {
+		CLI_OPT_SYSFS_ROOT(&sysfs_root),
+		CLI_OPT_DEV_ROOT(&dev_root),
+		{"device", ARG_DEVICE, required_argument, "NAME",
+		 .help = "only this RDMA device (ibdev name, as `discover` lists); repeat for "
+			 "several"},
+		{"textfile", 0, required_argument, "DIR", .str = &textfile,
+		 .help = "write DIR/" TEXTFILE_NAME " atomically instead of stdout (DIR: "
+			 "node_exporter's --collector.textfile.directory)"},
+		{},
+	};
+	struct cli_parser p;
 	int c, r;
 
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
+	cli_parser_init(&p, &metrics_cmd, opts, argc, argv);
+	while ((c = cli_next(&p)) > 0) {
 		switch (c) {
-		case ARG_SYSFS_ROOT:
-			sysfs_root = optarg;
-			break;
-		case ARG_DEV_ROOT:
-			dev_root = optarg;
-			break;
-		case ARG_TEXTFILE:
-			textfile = optarg;
-			break;
 		case ARG_DEVICE:
 			if (n_devices == METRICS_MAX_DEVICE_ARGS) {
 				fprintf(stderr, "rdma-dp metrics: at most %d --device options\n",
 					METRICS_MAX_DEVICE_ARGS);
 				return 2;
 			}
-			devices[n_devices++] = optarg;
+			devices[n_devices++] = p.arg;
 			break;
-		case 'h':
-			help();
-			return 0;
-		case ARG_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return cli_option_error("metrics", argv, c);
 		}
 	}
-	if (cli_no_operands("metrics", argc, argv))
-		return 2;
+	if (c < 0)
+		return p.exit;
 	if (cli_open_roots("metrics", sysfs_root, dev_root, &sys, &dev) < 0)
 		return 1;
 	r = rdp_discover_at(sys, dev, &h);

@@ -28,24 +28,14 @@ static const enum rdp_topo_level legend_order[] = {
 	RDP_TOPO_X, RDP_TOPO_SYS, RDP_TOPO_NODE, RDP_TOPO_PHB, RDP_TOPO_PXB, RDP_TOPO_PIX,
 };
 
-static void help(void)
-{
-	printf("Usage: rdma-dp topo [OPTIONS]\n"
-	       "\n"
-	       "Show the PCIe topology of the GPUs (NVIDIA 10de, AMD 1002; PCI class 0300/0302)\n"
-	       "and RDMA devices of this node as `nvidia-smi topo -m` does: a matrix of the level\n"
-	       "between each pair (X, PIX, PXB, PHB, NODE, SYS; see the legend), and per row the\n"
-	       "NUMA node, PCI address, PCIe root (resource.kubernetes.io/pcieRoot), netdevs\n"
-	       "and link layer.\n"
-	       "\n"
-	       "Options:\n"
-	       "  --sysfs-root DIR   read sysfs below DIR (default %s)\n"
-	       "  --dev-root DIR     look for device nodes below DIR (default %s)\n"
-	       "  -o, --output FMT   table (default) or json\n"
-	       "  -h, --help         show this help\n"
-	       "      --version      show the version\n",
-	       RDP_DEFAULT_SYSFS_ROOT, RDP_DEFAULT_DEV_ROOT);
-}
+static const struct cli_cmd topo_cmd = {
+	.name = "topo",
+	.about = "Show the PCIe topology of the GPUs (NVIDIA 10de, AMD 1002; PCI class 0300/0302) "
+		 "and RDMA devices of this node as `nvidia-smi topo -m` does: a matrix of the "
+		 "level between each pair (X, PIX, PXB, PHB, NODE, SYS; see the legend), and per "
+		 "row the NUMA node, PCI address, PCIe root (resource.kubernetes.io/pcieRoot), "
+		 "netdevs and link layer.\n",
+};
 
 static const char *dash(const char *s)
 {
@@ -252,7 +242,7 @@ int cmd_topo(int argc, char **argv)
 	struct rdp_topo *t = NULL;
 	int r;
 
-	r = cli_parse_node_args("topo", argc, argv, help, &a);
+	r = cli_parse_node_args(&topo_cmd, argc, argv, &a);
 	if (r >= 0)
 		return r;
 	if (cli_open_roots("topo", a.sysfs_root, a.dev_root, &sys, &dev) < 0)
@@ -272,13 +262,5 @@ int cmd_topo(int argc, char **argv)
 	r = a.output == CLI_OUTPUT_JSON ? print_json(t, h) : print_table(t, h, a.sysfs_root);
 	rdp_topo_free(t);
 	rdp_host_free(h);
-	if (r < 0) {
-		fprintf(stderr, "rdma-dp topo: %s\n", strerror(-r));
-		return 1;
-	}
-	if (fflush(stdout) != 0) {
-		fprintf(stderr, "rdma-dp topo: writing output: %s\n", strerror(errno));
-		return 1;
-	}
-	return 0;
+	return cli_output_done("topo", r);
 }

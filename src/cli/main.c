@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* rdma-dp: the RDMA device plugin for Kubernetes. Dispatches sub-commands, iproute2 style. */
+/*
+ * rdma-dp: the RDMA device plugin for Kubernetes. Dispatches sub-commands, iproute2 style;
+ * called as k8s-rdma-shared-dp (argv[0]), it is the Go plugin's command (cmd-shared-dp.c).
+ */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cli-opt.h"
 #include "cli.h"
 
 static const struct {
@@ -31,21 +36,28 @@ static const struct {
 	  "diagnostic: GET an API-server path through the DRA driver's TLS client, print JSON" },
 };
 
-void cli_print_version(void)
-{
-	printf("rdma-dp %s\n", RDP_VERSION);
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: rdma-dp [--help] [--version] COMMAND [OPTIONS]\n\nCommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].help);
+		cli_print_row(f, commands[i].name, 18, commands[i].help);
 	fprintf(f, "\nRun 'rdma-dp COMMAND --help' for the options of a command.\n");
+}
+
+/* The Go plugin's binary name: /bin/k8s-rdma-shared-dp in the image (a hard link). */
+#define SHARED_DP_NAME "k8s-rdma-shared-dp"
+
+static bool called_as(const char *argv0, const char *name)
+{
+	const char *slash = argv0 ? strrchr(argv0, '/') : NULL;
+
+	return argv0 && strcmp(slash ? slash + 1 : argv0, name) == 0;
 }
 
 int main(int argc, char **argv)
 {
+	if (argc > 0 && called_as(argv[0], SHARED_DP_NAME))
+		return cmd_shared_dp(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -98,6 +98,16 @@ static void sb_list(struct sbuf *b, const struct rdp_strlist *l)
 	sb_add(b, "]");
 }
 
+/* "no netdev" or "ib0,ib1", then " not in ": the start of a selector's miss on netdevs. */
+static void sb_netdevs_not_in(struct sbuf *b, const struct rdp_device *d)
+{
+	if (!d->n_netdevs)
+		sb_add(b, "no netdev");
+	for (size_t i = 0; i < d->n_netdevs; i++)
+		sb_add(b, "%s%s", i ? "," : "", d->netdevs[i]);
+	sb_add(b, " not in ");
+}
+
 static bool strlist_has(const struct rdp_strlist *l, const char *s)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -151,11 +161,7 @@ static bool eval_if_names(struct eval *ev, const struct rdp_selectors *s,
 			sb_list(&ev->b, &s->if_names);
 			return ev_end(ev, k, true);
 		}
-	if (!d->n_netdevs)
-		sb_add(&ev->b, "no netdev");
-	for (size_t i = 0; i < d->n_netdevs; i++)
-		sb_add(&ev->b, "%s%s", i ? "," : "", d->netdevs[i]);
-	sb_add(&ev->b, " not in ");
+	sb_netdevs_not_in(&ev->b, d);
 	sb_list(&ev->b, &s->if_names);
 	return ev_end(ev, k, false);
 }
@@ -256,11 +262,7 @@ static bool eval_pf_names(struct eval *ev, const struct rdp_selectors *s,
 			return ev_end(ev, k, true);
 		}
 	}
-	if (!d->n_netdevs)
-		sb_add(&ev->b, "no netdev");
-	for (size_t i = 0; i < d->n_netdevs; i++)
-		sb_add(&ev->b, "%s%s", i ? "," : "", d->netdevs[i]);
-	sb_add(&ev->b, " not in ");
+	sb_netdevs_not_in(&ev->b, d);
 	sb_pf_list(&ev->b, s);
 	return ev_end(ev, k, false);
 }

@@ -121,19 +121,6 @@ static int cmp_name_entry(const void *key, const void *e)
 	return strcmp(key, ((const struct snap_entry *)e)->name);
 }
 
-/* The text of the symlink name in dirfd: its length, -EINVAL when not a symlink, -errno. */
-static int read_link(int dirfd, const char *name, char *buf, size_t size)
-{
-	ssize_t n = readlinkat(dirfd, name, buf, size);
-
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= size)
-		return -ENAMETOOLONG;
-	buf[n] = '\0';
-	return (int)n;
-}
-
 static int snap_add(int dirfd, const char *name, uint64_t ino, unsigned char type, void *userdata)
 {
 	struct snap_dir *d = userdata;
@@ -143,7 +130,7 @@ static int snap_add(int dirfd, const char *name, uint64_t ino, unsigned char typ
 
 	(void)type;
 	if (d->links) {
-		r = read_link(dirfd, name, target, sizeof(target));
+		r = rdp_sysfs_readlinkat(dirfd, name, target, sizeof(target));
 		if (r >= 0 && !(e.link = rdp_strdup(target)))
 			return -ENOMEM;
 		if (r < 0 && r != -EINVAL)
@@ -214,7 +201,7 @@ static int snap_check_one(int dirfd, const char *name, uint64_t ino, unsigned ch
 	if (!e || e->ino != ino || e->seen == k->gen)
 		return 1;
 	if (k->d->links) {
-		r = read_link(dirfd, name, target, sizeof(target));
+		r = rdp_sysfs_readlinkat(dirfd, name, target, sizeof(target));
 		if (r == -EINVAL ? e->link != NULL : r < 0 || !e->link || strcmp(e->link, target))
 			return 1;
 	}

@@ -150,19 +150,24 @@ static int resolve(int root, const char *path, bool follow_last, char *ret, size
 /* openat2() with RESOLVE_IN_ROOT does what resolve() does, in one system call. */
 static bool have_openat2 = true;
 
-static int fd_path(int fd, char *buf, size_t size)
+int rdp_sysfs_readlinkat(int dirfd, const char *name, char *buf, size_t size)
 {
-	char proc[64];
-	ssize_t n;
+	ssize_t n = readlinkat(dirfd, name, buf, size);
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	n = readlink(proc, buf, size);
 	if (n < 0)
 		return -errno;
 	if ((size_t)n >= size)
 		return -ENAMETOOLONG;
 	buf[n] = '\0';
 	return (int)n;
+}
+
+static int fd_path(int fd, char *buf, size_t size)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return rdp_sysfs_readlinkat(AT_FDCWD, proc, buf, size);
 }
 
 /*

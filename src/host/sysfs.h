@@ -60,6 +60,11 @@ int rdp_sysfs_read_attr(int root, const char *path, char *buf, size_t size);
  * followed (-ELOOP), so nothing outside the directory is read. -EINVAL for a bad name.
  */
 int rdp_sysfs_read_attr_at(int dirfd, const char *name, char *buf, size_t size);
+/*
+ * readlinkat(dirfd, name) into buf, NUL-terminated: the target's length, -ENAMETOOLONG when it
+ * does not fit, or the negative errno.
+ */
+int rdp_sysfs_readlinkat(int dirfd, const char *name, char *buf, size_t size);
 
 /*
  * Reads the target of the symlink at path (the last component is not followed; the

@@ -13,26 +13,27 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _env_path(name, default):
-    return pathlib.Path(os.environ.get(name, str(REPO / default))).resolve()
+def _env_path(name, default, missing):
+    """The path in $name (else REPO/default), resolved; fails the test with missing (a %-format
+    of the path) when it does not exist."""
+    p = pathlib.Path(os.environ.get(name, str(REPO / default))).resolve()
+    if not p.exists():
+        pytest.fail(missing % p)
+    return p
 
 
 @pytest.fixture(scope="session")
 def rdma_dp():
     """Absolute path of the rdma-dp binary under test."""
-    p = _env_path("RDMA_DP", "build/rdma-dp")
-    if not p.exists():
-        pytest.fail(f"rdma-dp binary not found at {p}; build first or set RDMA_DP")
-    return p
+    return _env_path("RDMA_DP", "build/rdma-dp",
+                     "rdma-dp binary not found at %s; build first or set RDMA_DP")
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir():
     """Directory of generated fixture nodes: <dir>/<node>/sys and <dir>/<node>/dev."""
-    p = _env_path("RDP_FIXTURES", "build/fixtures")
-    if not p.exists():
-        pytest.fail(f"fixtures not found at {p}; build first or set RDP_FIXTURES")
-    return p
+    return _env_path("RDP_FIXTURES", "build/fixtures",
+                     "fixtures not found at %s; build first or set RDP_FIXTURES")
 
 
 @pytest.fixture(scope="session")
@@ -55,3 +56,21 @@ def node_args(fixtures_dir, node):
     """--sysfs-root/--dev-root arguments for a fixture node."""
     return ["--sysfs-root", str(fixtures_dir / node / "sys"),
             "--dev-root", str(fixtures_dir / node / "dev")]
+
+
+@pytest.fixture
+def make_env(rdma_dp, fixtures_dir):
+    """make_env(cls=kubelet.TestEnv, **kw): a daemon test's environment (kubelet.TestEnv or
+    a subclass: temp kubelet root, fake kubelet, configs, daemons on fixture nodes) on the
+    binary and fixtures under test; every one made is closed at the end of the test."""
+    import kubelet
+    made = []
+
+    def make(cls=kubelet.TestEnv, **kw):
+        e = cls(rdma_dp, fixtures_dir, **kw)
+        made.append(e)
+        return e
+
+    yield make
+    for e in reversed(made):
+        e.close()

@@ -14,12 +14,7 @@ driver as a child process, and allocated ResourceClaims.
 Run with Debian's /usr/bin/python3.
 """
 import datetime
-import os
-import pathlib
 import shutil
-import subprocess
-import tempfile
-import threading
 import uuid
 
 import dra_kubelet
@@ -80,30 +75,19 @@ def make_claim(name, ns="default", devices=(), driver=DRIVER, uid=None, node=NOD
     return claim
 
 
-class DraDaemon(kl.Daemon):
-    """`rdma-dp dra` as a child process: kubelet.Daemon's log helpers (wait_log, mark, count,
+class DraDaemon(kl.Process):
+    """`rdma-dp dra` as a child process: kubelet.Process's log helpers (wait_log, mark, count,
     stop, kill, signal) over any argv."""
 
-    def __init__(self, args, env=None):  # noqa: D401 - no super(): Daemon builds serve argv
-        self.args = list(args)
-        self.lines = []
-        self.cond = threading.Condition()
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     errors="replace", env=env)
-        self._t = threading.Thread(target=self._read, daemon=True)
-        self._t.start()
 
+class DraEnv(kl.TestEnv):
+    """kubelet.TestEnv's directory and daemon handling, with the fake apiserver, a CDI dir and
+    the DRA kubelet stand-in in place of the device-plugin kubelet."""
 
-class DraEnv:
     def __init__(self, binary, fixtures, node=NODE, wipe_delay=dra_kubelet.WIPE_DELAY,
                  start_kubelet=True, prefix="rdpdra", node_uid=None):
-        self.binary = binary
-        self.fixtures = pathlib.Path(fixtures) if fixtures else None
+        super().__init__(binary, fixtures, prefix=prefix, kubelet=False)
         self.node = node
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix=prefix))
-        self.root = self.dir / "k"
-        self.root.mkdir()
         self.cdi_dir = self.dir / "cdi"
         self.cdi_dir.mkdir()
         self.api = fake_apiserver.FakeAPIServer(node=node, node_uid=node_uid,
@@ -112,7 +96,6 @@ class DraEnv:
                                               wipe_delay=wipe_delay)
         if start_kubelet:
             self.kubelet.start()
-        self.daemons = []
 
     @property
     def node_uid(self):
@@ -123,7 +106,7 @@ class DraEnv:
         return self.root / "plugins" / DRIVER / "checkpoint.json"
 
     def args(self, fixture, extra=()):
-        n = pathlib.Path(fixture) if os.sep in str(fixture) else self.fixtures / fixture
+        n = self.node_dir(fixture)
         return dra_args(self.binary, node=self.node, kubelet_root=self.root,
                         api_server=self.api.base_url, token_file=self.api.token_file,
                         ca_file=self.api.ca_path, cdi_dir=self.cdi_dir, sysfs=n / "sys",
@@ -146,12 +129,7 @@ class DraEnv:
         return sorted(p.name for p in self.cdi_dir.iterdir())
 
     def close(self):
-        for d in self.daemons:
-            if d.proc.poll() is None:
-                try:
-                    d.stop(30)
-                except Exception:  # noqa: BLE001
-                    d.kill()
+        self.stop_daemons(30)
         self.kubelet.close()
         self.api.stop()
         shutil.rmtree(self.dir, ignore_errors=True)

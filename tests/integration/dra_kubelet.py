@@ -29,9 +29,7 @@ and pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, manager.go:
   - restart(): drops every registration and connection, wipes as at start, starts again (the
     sockets still in plugins_registry register again).
 """
-import os
 import pathlib
-import stat
 import subprocess
 import sys
 import tempfile
@@ -42,6 +40,7 @@ import urllib.parse
 import grpc
 
 import kubelet as kl
+import waits
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -128,7 +127,7 @@ def _claim_msg(pb, c):
     return pb.Claim(namespace=ns, name=name, uid=uid)
 
 
-class DRAKubelet:
+class DRAKubelet(kl.PluginWatcher):
     def __init__(self, root, node="node-a", api=None, wipe_delay=WIPE_DELAY, poll=0.05,
                  dial_timeout=10, retry=True):
         """root: kubelet's root dir (plugins_registry/ and plugins/ are created).
@@ -165,8 +164,7 @@ class DRAKubelet:
         self._known = set()       # drivers ever registered (to watch for wiping)
         self._pending = {}        # driver -> fire time (monotonic)
         self._wipe_backoff = {}   # driver -> last retry delay of a failed wipe
-        self._seen = {}           # socket -> (ino, mtime_ns)
-        self._retry = {}          # socket -> (next attempt, backoff, key)
+        self._watch_reset()
         self._stop = threading.Event()
         self._thread = None
 
@@ -191,8 +189,7 @@ class DRAKubelet:
         with self.cond:
             plugins = [p for ps in self.plugins.values() for p in ps]
             self.plugins = {}
-            self._seen = {}
-            self._retry = {}
+            self._watch_reset()
             self._pending = {}
             self._known = set()
             self.cond.notify_all()
@@ -278,7 +275,7 @@ class DRAKubelet:
     # -- the loop ---------------------------------------------------------------------------------
     def _loop(self):
         while not self._stop.is_set():
-            self._scan()
+            self._scan_registry(self.retry)
             self._watch_connections()
             self._sync_wipes()
             self._stop.wait(self.poll)
@@ -305,46 +302,7 @@ class DRAKubelet:
             with self.cond:
                 self.cond.notify_all()
 
-    def _scan(self):
-        try:
-            entries = sorted(os.listdir(self.registry_dir))
-        except FileNotFoundError:
-            entries = []
-        present = set()
-        for e in entries:
-            if e.startswith("."):
-                continue
-            p = self.registry_dir / e
-            try:
-                st = os.lstat(p)
-            except FileNotFoundError:
-                continue
-            if not stat.S_ISSOCK(st.st_mode):
-                continue
-            present.add(str(p))
-            key = (st.st_ino, st.st_mtime_ns)
-            r = self._retry.get(str(p))
-            if self._seen.get(str(p)) == key:
-                if r is None or r[2] != key or time.monotonic() < r[0]:
-                    continue
-            else:
-                if self._seen.get(str(p)) is not None:
-                    self._deregister_socket(str(p))  # a new socket at the same path
-                r = None
-                self._retry.pop(str(p), None)
-            self._seen[str(p)] = key
-            if self._register(p) == "retry" and self.retry:
-                backoff = min(r[1] * 2, 122.0) if r else 0.5
-                self._retry[str(p)] = (time.monotonic() + backoff, backoff, key)
-            else:
-                self._retry.pop(str(p), None)
-        for p in list(self._seen):
-            if p not in present:
-                del self._seen[p]
-                self._retry.pop(p, None)
-                self._deregister_socket(p)
-
-    def _deregister_socket(self, sock):
+    def _forget_socket(self, sock):
         gone = []
         with self.cond:
             for drv, ps in list(self.plugins.items()):
@@ -354,99 +312,58 @@ class DRAKubelet:
                     self.plugins[drv] = keep
                 else:
                     self.plugins.pop(drv, None)
+            if self.client is not None:
+                # the last plugin of a driver gone: its wipe is pending from now on (as
+                # _sync_wipes would arm it at the next poll; a waiter sees both at once)
+                now = time.monotonic()
+                for drv in {p.driver for p in gone}:
+                    if drv in self._known and not self._usable(drv):
+                        self._pending.setdefault(drv, now + self.wipe_delay)
             self.cond.notify_all()
         for p in gone:
             p.close()
 
-    def _error(self, text):
+    def _handle_plugin(self, path, info):
+        """kubelet's DRA handler: ValidatePlugin (type, the first supported service in the
+        plugin's order), then RegisterPlugin (one plugin per driver and endpoint)."""
         with self.cond:
-            self.errors.append(text)
-            self.cond.notify_all()
+            self.infos.append((str(path), info))
+        endpoint = info.endpoint or str(path)
+        versions = list(info.supported_versions)
+        if info.type != "DRAPlugin":
+            return ("RegisterPlugin error -- no handler registered for plugin type: %s at "
+                    "socket %s" % (info.type, path), "retry", None)
+        chosen = next((v for v in versions if v in SERVICES_SUPPORTED_BY_KUBELET), None)
+        why = None
+        if not versions:
+            why = "empty list of supported gRPC services (aka supported versions)"
+        elif chosen is None:
+            why = "none of services supported by the plugin (%s) are supported by the " \
+                  "kubelet (%s)" % (go_q(versions), go_q(SERVICES_SUPPORTED_BY_KUBELET))
+        if why:
+            return ("RegisterPlugin error -- plugin validation failed with err: invalid "
+                    "supported gRPC versions of DRA driver plugin %s at endpoint %s: %s" % (
+                        info.name, endpoint, why), "retry", None)
+        with self.cond:
+            dup = any(p.endpoint == endpoint for p in self.plugins.get(info.name, []))
+        if dup:
+            return ("RegisterPlugin error -- plugin registration failed with err: endpoint %s "
+                    "already registered for DRA driver plugin %s" % (endpoint, info.name),
+                    None, None)
+        return None, None, Plugin(info.name, endpoint, str(path), chosen, info)
 
-    def _register(self, path):
-        rpb = self.rpb
-        try:
-            ch = kl.dial(path, authority=None, timeout=self.dial_timeout)
-        except Exception as e:  # noqa: BLE001
-            self._error("dial %s: %r" % (path, e))
-            return "retry"
-        try:
-            try:
-                info = kl.stub(ch, kl.REG + "GetInfo", rpb.InfoRequest, rpb.PluginInfo)(
-                    rpb.InfoRequest(), timeout=1)
-            except grpc.RpcError as e:
-                self._error("RegisterPlugin error -- failed to get plugin info using RPC "
-                            "GetInfo at socket %s, err: %s" % (path, e.details()))
-                return "retry"
-            with self.cond:
-                self.infos.append((str(path), info))
-            notify = kl.stub(ch, kl.REG + "NotifyRegistrationStatus", rpb.RegistrationStatus,
-                             rpb.RegistrationStatusResponse)
-            endpoint = info.endpoint or str(path)
-            err, outcome, plugin = None, None, None
-            versions = list(info.supported_versions)
-            if info.type != "DRAPlugin":
-                err = "RegisterPlugin error -- no handler registered for plugin type: %s at " \
-                      "socket %s" % (info.type, path)
-                outcome = "retry"
-            else:
-                chosen = next((v for v in versions if v in SERVICES_SUPPORTED_BY_KUBELET), None)
-                why = None
-                if not versions:
-                    why = "empty list of supported gRPC services (aka supported versions)"
-                elif chosen is None:
-                    why = "none of services supported by the plugin (%s) are supported by the " \
-                          "kubelet (%s)" % (go_q(versions), go_q(SERVICES_SUPPORTED_BY_KUBELET))
-                if why:
-                    err = "RegisterPlugin error -- plugin validation failed with err: invalid " \
-                          "supported gRPC versions of DRA driver plugin %s at endpoint %s: %s" % (
-                              info.name, endpoint, why)
-                    outcome = "retry"
-                else:
-                    with self.cond:
-                        dup = any(p.endpoint == endpoint
-                                  for p in self.plugins.get(info.name, []))
-                    if dup:
-                        err = "RegisterPlugin error -- plugin registration failed with err: " \
-                              "endpoint %s already registered for DRA driver plugin %s" % (
-                                  endpoint, info.name)
-                    else:
-                        plugin = Plugin(info.name, endpoint, str(path), chosen, info)
-            try:
-                notify(rpb.RegistrationStatus(plugin_registered=err is None, error=err or ""),
-                       timeout=5)
-            except grpc.RpcError as e:
-                self._error("notify %s: %s" % (path, e.details()))
-            with self.cond:
-                self.notified.append((str(path), err is None, err))
-                if err:
-                    self.errors.append(err)
-                if plugin is not None:
-                    self.plugins.setdefault(plugin.driver, []).append(plugin)
-                    self.registrations.append(plugin)
-                    self._known.add(plugin.driver)
-                self.cond.notify_all()
-            return outcome
-        finally:
-            ch.close()
+    def _add_plugin(self, plugin):
+        self.plugins.setdefault(plugin.driver, []).append(plugin)
+        self.registrations.append(plugin)
+        self._known.add(plugin.driver)
 
     # -- what tests ask ---------------------------------------------------------------------------
     def wait(self, pred, timeout=30, what="condition"):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                v = pred()
-                if v:
-                    return v
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("dra kubelet: timed out waiting for %s; plugins=%r "
-                                       "errors=%r wipes=%r" % (
-                                           what, {d: [(p.endpoint, p.service, p.connected)
-                                                      for p in ps]
-                                                  for d, ps in self.plugins.items()},
-                                           self.errors[-4:], self.wipes[-4:]))
-                self.cond.wait(min(left, 0.1))
+        return waits.wait_until(self.cond, pred, timeout, lambda: (
+            "dra kubelet: timed out waiting for %s; plugins=%r errors=%r wipes=%r" % (
+                what, {d: [(p.endpoint, p.service, p.connected) for p in ps]
+                       for d, ps in self.plugins.items()}, self.errors[-4:], self.wipes[-4:])),
+            step=0.1)
 
     def wait_registered(self, driver, after=0, connected=True, timeout=30):
         """Waits for the (after+1)-th or a later registration of driver, still registered (and

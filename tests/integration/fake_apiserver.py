@@ -50,6 +50,8 @@ import time
 import urllib.parse
 import uuid
 
+import waits
+
 GROUP = "resource.k8s.io"
 RV1 = "/apis/resource.k8s.io/v1"
 SLICES = RV1 + "/resourceslices"
@@ -961,21 +963,10 @@ class FakeAPIServer:
 
     def wait(self, pred, timeout=30, what="condition"):
         """Waits until pred() is true (checked on every change and every 0.1 s)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                v = pred()
-                if v:
-                    return v
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("fake apiserver: timed out waiting for %s; slices=%r "
-                                       "last requests=%r" % (
-                                           what, [s["metadata"]["name"] for s in
-                                                  self._slices.values()],
-                                           [(e["method"], e["path"], e["status"]) for e in
-                                            self.log[-8:]]))
-                self.cond.wait(min(left, 0.1))
+        return waits.wait_until(self.cond, pred, timeout, lambda: (
+            "fake apiserver: timed out waiting for %s; slices=%r last requests=%r" % (
+                what, [s["metadata"]["name"] for s in self._slices.values()],
+                [(e["method"], e["path"], e["status"]) for e in self.log[-8:]])), step=0.1)
 
     def _read_body(self, h):
         te = h.headers.get("Transfer-Encoding", "").lower()

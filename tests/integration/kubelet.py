@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: MIT
 """A fake kubelet (device manager + plugin watcher) in Python grpcio, and a runner for
-`rdma-dp serve`, for the integration tests and the demo.
+`rdma-dp serve`, for the integration tests and the demo. The pieces other stand-ins and every
+daemon test share are here: PluginWatcher (kubelet's plugin manager, also dra_kubelet's),
+Process (a child daemon and its log, also dra_env's), TestEnv (a daemon test's environment;
+conftest's make_env fixture makes and closes them), grpc_service/serve_unix/
+plugin_registration (the servers of stand-in plugins).
 
 Run with Debian's /usr/bin/python3 (python3-grpcio, python3-protobuf).
 
@@ -53,6 +57,8 @@ from concurrent import futures
 
 import grpc
 
+import waits
+
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
@@ -93,6 +99,42 @@ def dial(path, authority="localhost", timeout=10, options=()):
     ch = grpc.insecure_channel("unix:" + str(path), options=opts)
     grpc.channel_ready_future(ch).result(timeout=timeout)
     return ch
+
+
+def grpc_service(service, methods):
+    """A generic handler of service from {method: (fn, request class, response class)}; a
+    response class in a list ([cls]) makes a server-streaming method."""
+    hs = {}
+    for name, (fn, req, resp) in methods.items():
+        mk = grpc.unary_unary_rpc_method_handler
+        if isinstance(resp, list):
+            mk, resp = grpc.unary_stream_rpc_method_handler, resp[0]
+        hs[name] = mk(fn, request_deserializer=req.FromString,
+                      response_serializer=resp.SerializeToString)
+    return grpc.method_handlers_generic_handler(service, hs)
+
+
+def serve_unix(path, handlers, workers=4):
+    """A started grpc.server of handlers (one, or a tuple) on the unix socket path; an old
+    socket there is replaced."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+    server.add_generic_rpc_handlers(handlers if isinstance(handlers, tuple) else (handlers,))
+    if os.path.lexists(path):
+        os.unlink(path)
+    server.add_insecure_port("unix:" + str(path))
+    server.start()
+    return server
+
+
+def plugin_registration(get_info, notify):
+    """The plugin side of pluginregistration.Registration, served on a plugin's socket in
+    plugins_registry: get_info(InfoRequest, context) -> PluginInfo,
+    notify(RegistrationStatus, context) -> RegistrationStatusResponse."""
+    _, rpb = protos()
+    return grpc_service("pluginregistration.Registration", {
+        "GetInfo": (get_info, rpb.InfoRequest, rpb.PluginInfo),
+        "NotifyRegistrationStatus": (notify, rpb.RegistrationStatus,
+                                     rpb.RegistrationStatusResponse)})
 
 
 class DevicePluginClient:
@@ -210,7 +252,112 @@ class Registration:
         self.time = time.monotonic()
 
 
-class FakeKubelet:
+class PluginWatcher:
+    """kubelet's plugin manager (pkg/kubelet/pluginmanager), what both kubelet stand-ins share
+    (FakeKubelet's plugin-watcher mode, dra_kubelet.DRAKubelet): _scan_registry() polls
+    registry_dir for sockets (not starting with '.'); a new one, or one with a changed inode or
+    mtime, gets the handshake of operation_generator.go: dial (no :authority override),
+    GetInfo (1 s deadline), the handler's validation and registration, then
+    NotifyRegistrationStatus (5 s deadline). A handshake that fails before the plugin is in
+    the actual state of world returns "retry" and, with retry, is tried again with exponential
+    backoff (0.5 s doubling, at most 122 s), as the reconciler does; a socket that vanishes or
+    is replaced deregisters what it registered.
+
+    The stand-in has registry_dir, rpb (pluginregistration_pb2), cond, errors, notified
+    [(socket, registered, error)], dial_timeout, calls _watch_reset() at start and when it
+    stops, and defines:
+      _handle_plugin(path, info) -> (error or None, "retry" or None, registration or None):
+          the handler's ValidatePlugin and RegisterPlugin;
+      _add_plugin(registration): records it (called under cond, after the notification);
+      _forget_socket(path): drops what the socket at path registered."""
+
+    def _watch_reset(self):
+        self._seen = {}   # socket path -> (inode, mtime_ns)
+        self._retry = {}  # socket path -> (next attempt time, backoff seconds, key)
+
+    def _scan_registry(self, retry):
+        """One pass of the reconciler over registry_dir."""
+        try:
+            entries = sorted(os.listdir(self.registry_dir))
+        except FileNotFoundError:
+            entries = []
+        present = set()
+        for e in entries:
+            if e.startswith("."):
+                continue
+            p = self.registry_dir / e
+            try:
+                st = os.lstat(p)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISSOCK(st.st_mode):
+                continue
+            present.add(str(p))
+            key = (st.st_ino, st.st_mtime_ns)
+            r = self._retry.get(str(p))
+            if self._seen.get(str(p)) == key:
+                if r is None or r[2] != key or time.monotonic() < r[0]:
+                    continue
+            else:
+                if self._seen.get(str(p)) is not None:
+                    self._forget_socket(str(p))  # a new socket at the same path
+                r = None
+                self._retry.pop(str(p), None)
+            self._seen[str(p)] = key
+            if self._handshake(p) == "retry" and retry:
+                backoff = min(r[1] * 2, 122.0) if r else 0.5
+                self._retry[str(p)] = (time.monotonic() + backoff, backoff, key)
+            else:
+                self._retry.pop(str(p), None)
+        for p in list(self._seen):
+            if p not in present:
+                del self._seen[p]
+                self._retry.pop(p, None)
+                self._forget_socket(p)
+
+    def _watch_error(self, text):
+        with self.cond:
+            self.errors.append(text)
+            self.cond.notify_all()
+
+    def _handshake(self, path):
+        """Registers the plugin at socket path; returns "retry" or None."""
+        rpb = self.rpb
+        try:
+            # No :authority override, like operation_generator.go (grpcio's default).
+            ch = dial(path, authority=None, timeout=self.dial_timeout)
+        except Exception as e:  # noqa: BLE001
+            self._watch_error("dial %s: %r" % (path, e))
+            return "retry"
+        try:
+            try:
+                info = stub(ch, REG + "GetInfo", rpb.InfoRequest, rpb.PluginInfo)(
+                    rpb.InfoRequest(), timeout=1)
+            except grpc.RpcError as e:
+                self._watch_error("RegisterPlugin error -- failed to get plugin info using RPC "
+                                  "GetInfo at socket %s, err: %s" % (path, e.details()))
+                return "retry"
+            err, outcome, reg = self._handle_plugin(path, info)
+            notify = stub(ch, REG + "NotifyRegistrationStatus", rpb.RegistrationStatus,
+                          rpb.RegistrationStatusResponse)
+            try:
+                notify(rpb.RegistrationStatus(plugin_registered=err is None, error=err or ""),
+                       timeout=5)
+            except grpc.RpcError as e:  # kubelet keeps a registered plugin all the same
+                self._watch_error("notify %s: %s" % (path, e.details()))
+            with self.cond:
+                self.notified.append((str(path), err is None, err))
+                if err:
+                    self.errors.append(err)
+                if reg is not None:
+                    self._add_plugin(reg)
+                self.cond.notify_all()
+            return outcome
+        finally:
+            ch.close()
+
+
+class FakeKubelet(PluginWatcher):
     def __init__(self, root, mode="kubelet-sock", checkpoint=True, dial_timeout=10,
                  watcher_retry=False, hidden_roots=()):
         pb, rpb = protos()
@@ -244,9 +391,8 @@ class FakeKubelet:
         self._live = False       # between start() and stop()
         self._watcher = None
         self._stop_watcher = threading.Event()
-        self._seen = {}          # watcher: socket path -> (inode, mtime)
         self.watcher_retry = watcher_retry
-        self._retry = {}         # watcher: socket path -> (next attempt time, backoff seconds)
+        self._watch_reset()
         self.hidden_roots = [str(h).rstrip("/") + "/" for h in hidden_roots]
         self.dials = []          # every device-plugin endpoint kubelet dialled (its view)
         self.in_use = {}         # admit(): resource -> device IDs allocated to containers
@@ -266,18 +412,8 @@ class FakeKubelet:
         return self
 
     def _start_server(self):
-        pb = self.pb
-        handler = grpc.method_handlers_generic_handler("v1beta1.Registration", {
-            "Register": grpc.unary_unary_rpc_method_handler(
-                self._register, request_deserializer=pb.RegisterRequest.FromString,
-                response_serializer=pb.Empty.SerializeToString)})
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        server.add_generic_rpc_handlers((handler,))
-        if os.path.lexists(self.kubelet_sock):
-            os.unlink(self.kubelet_sock)
-        server.add_insecure_port("unix:" + str(self.kubelet_sock))
-        server.start()
-        self._server = server
+        self._server = serve_unix(self.kubelet_sock, grpc_service("v1beta1.Registration", {
+            "Register": (self._register, self.pb.RegisterRequest, self.pb.Empty)}), workers=8)
 
     def stop(self):
         """kubelet goes away: its server stops, every plugin connection is closed."""
@@ -293,9 +429,12 @@ class FakeKubelet:
         with self.cond:
             regs = list(self.current.values())
             self.current = {}
-            self._seen = {}
+            self._watch_reset()
         for r in regs:
             r.client.close()
+
+    def close(self):
+        self.stop()
 
     def restart(self):
         """As a real kubelet restart: stop, wipe the sockets of device-plugins, start."""
@@ -398,125 +537,61 @@ class FakeKubelet:
         with self.cond:
             self.cond.notify_all()
 
-    # -- plugin-watcher mode -------------------------------------------------------------------
+    # -- plugin-watcher mode: PluginWatcher's scan and handshake, a device-plugin handler --------
     def _watch_registry(self):
         while not self._stop_watcher.is_set():
-            try:
-                entries = sorted(os.listdir(self.registry_dir))
-            except FileNotFoundError:
-                entries = []
-            present = set()
-            for e in entries:
-                p = self.registry_dir / e
-                if e.startswith("."):
-                    continue
-                try:
-                    st = os.lstat(p)
-                except FileNotFoundError:
-                    continue
-                if not stat.S_ISSOCK(st.st_mode):
-                    continue
-                present.add(str(p))
-                key = (st.st_ino, st.st_mtime_ns)
-                retry = self._retry.get(str(p))
-                if self._seen.get(str(p)) == key:
-                    if retry is None or retry[2] != key or time.monotonic() < retry[0]:
-                        continue
-                elif retry is not None:
-                    retry = None  # a new socket: from scratch
-                    del self._retry[str(p)]
-                self._seen[str(p)] = key
-                if self._register_watcher(p) == "retry" and self.watcher_retry:
-                    backoff = min(retry[1] * 2, 122.0) if retry else 0.5
-                    self._retry[str(p)] = (time.monotonic() + backoff, backoff, key)
-                else:
-                    self._retry.pop(str(p), None)
+            self._scan_registry(self.watcher_retry)
             with self.cond:
-                for p in list(self._seen):
-                    if p not in present:
-                        del self._seen[p]
-                        self._retry.pop(p, None)
-                        for name, reg in list(self.current.items()):
-                            if reg.info is not None and reg.info[0] == p:
-                                del self.current[name]
-                                reg.client.close()
                 self.cond.notify_all()
             self._stop_watcher.wait(0.2)
 
-    def _register_watcher(self, path):
-        rpb = self.rpb
-        try:
-            # No :authority override, like operation_generator.go (grpcio's default).
-            ch = dial(path, authority=None, timeout=self.dial_timeout)
-        except Exception as e:  # noqa: BLE001
-            with self.cond:
-                self.errors.append("dial %s: %r" % (path, e))
-            return "retry"
-        outcome = None
-        try:
-            info = stub(ch, REG + "GetInfo", rpb.InfoRequest, rpb.PluginInfo)(
-                rpb.InfoRequest(), timeout=1)
-            notify = stub(ch, REG + "NotifyRegistrationStatus", rpb.RegistrationStatus,
-                          rpb.RegistrationStatusResponse)
-            err = None
+    def _handle_plugin(self, path, info):
+        """kubelet's device-plugin handler: ValidatePlugin, then RegisterPlugin (connect the
+        device plugin, GetDevicePluginOptions, ListAndWatch)."""
+        err = None
+        if info.type != "DevicePlugin":
+            err = "no handler registered for plugin type: %s" % info.type
+        elif "v1beta1" not in info.supported_versions:
+            err = "none of the versions %s is supported" % list(info.supported_versions)
+        elif info.name.count("/") != 1:
+            err = 'the ResourceName "%s" is invalid' % info.name
+        if err is not None:
             if info.type != "DevicePlugin":
-                err = "no handler registered for plugin type: %s" % info.type
-            elif "v1beta1" not in info.supported_versions:
-                err = "none of the versions %s is supported" % list(info.supported_versions)
-            elif info.name.count("/") != 1:
-                err = 'the ResourceName "%s" is invalid' % info.name
-            reg = None
-            if err is not None:
-                if info.type != "DevicePlugin":
-                    err = "RegisterPlugin error -- %s at socket %s" % (err, path)
-                else:
-                    err = "RegisterPlugin error -- plugin validation failed with err: " + err
-                outcome = "retry"  # not in the actual state of world: the reconciler retries
+                err = "RegisterPlugin error -- %s at socket %s" % (err, path)
             else:
-                endpoint = info.endpoint or str(path)
-                with self.cond:
-                    refuse = self.refuse > 0
-                    if refuse:
-                        self.refuse -= 1
-                try:
-                    if refuse:
-                        raise RuntimeError("fake kubelet refuses this registration")
-                    reg = self._connect(info.name, endpoint, "plugins-registry",
-                                        info=(str(path), info))
-                except Exception as e:  # noqa: BLE001
-                    err = "RegisterPlugin error -- plugin registration failed with err: %s" % (
-                        e,)
-            notify(rpb.RegistrationStatus(plugin_registered=err is None, error=err or ""),
-                   timeout=5)
-            with self.cond:
-                self.notified.append((str(path), err is None, err))
-                if err:
-                    self.errors.append(err)
-            if reg is not None:
-                self._accept(reg)
-        except Exception as e:  # noqa: BLE001 - the next change of the socket retries
-            with self.cond:
-                self.errors.append("register %s: %r" % (path, e))
-                self.cond.notify_all()
-            outcome = "retry"
-        finally:
-            ch.close()
-        return outcome
+                err = "RegisterPlugin error -- plugin validation failed with err: " + err
+            return err, "retry", None  # not in the actual state of world: the reconciler retries
+        endpoint = info.endpoint or str(path)
+        with self.cond:
+            refuse = self.refuse > 0
+            if refuse:
+                self.refuse -= 1
+        try:
+            if refuse:
+                raise RuntimeError("fake kubelet refuses this registration")
+            reg = self._connect(info.name, endpoint, "plugins-registry", info=(str(path), info))
+        except Exception as e:  # noqa: BLE001
+            return ("RegisterPlugin error -- plugin registration failed with err: %s" % (e,),
+                    None, None)
+        return None, None, reg
+
+    def _add_plugin(self, reg):
+        self._accept(reg)
+
+    def _forget_socket(self, path):
+        with self.cond:
+            for name, reg in list(self.current.items()):
+                if reg.info is not None and reg.info[0] == path:
+                    del self.current[name]
+                    reg.client.close()
+            self.cond.notify_all()
 
     # -- what tests ask --------------------------------------------------------------------------
     def wait(self, pred, timeout=60, what="condition"):
         """Waits until pred() (called under the lock) is true; returns its value."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                v = pred()
-                if v:
-                    return v
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("kubelet: timed out waiting for %s; current=%r "
-                                       "errors=%r" % (what, self.describe(), self.errors[-5:]))
-                self.cond.wait(min(left, 0.5))
+        return waits.wait_until(self.cond, pred, timeout, lambda: (
+            "kubelet: timed out waiting for %s; current=%r errors=%r" % (
+                what, self.describe(), self.errors[-5:])))
 
     def describe(self):
         return {n: summary(r.client.latest()) for n, r in self.current.items()}
@@ -635,26 +710,16 @@ class FakeKubelet:
 
 
 # ------------------------------------------------------------------------------------------------
-class Daemon:
-    """`rdma-dp serve` as a child process, its stderr log collected line by line."""
+class Process:
+    """A child process (a daemon of ours), its stderr log collected line by line."""
 
-    def __init__(self, binary, *, config, sysfs, dev, kubelet_root, registration=None,
-                 verbose=False, extra=(), wrapper=()):
-        """wrapper: a command the daemon runs under (valgrind ...), its pid being the
-        daemon's (valgrind runs the guest in its own process)."""
-        args = [*map(str, wrapper), str(binary), "serve", "--config-file", str(config),
-                "--sysfs-root", str(sysfs), "--dev-root", str(dev), "--kubelet-root-dir",
-                str(kubelet_root)]
-        if registration:
-            args += ["--registration", registration]
-        if verbose:
-            args.append("-v")
-        args += list(extra)
-        self.args = args
+    def __init__(self, args, env=None):
+        self.args = list(args)
         self.lines = []
         self.cond = threading.Condition()
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, errors="replace")
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     errors="replace", env=env)
         self._t = threading.Thread(target=self._read, daemon=True)
         self._t.start()
 
@@ -720,6 +785,24 @@ class Daemon:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+class Daemon(Process):
+    """`rdma-dp serve` as a child process."""
+
+    def __init__(self, binary, *, config, sysfs, dev, kubelet_root, registration=None,
+                 verbose=False, extra=(), wrapper=()):
+        """wrapper: a command the daemon runs under (valgrind ...), its pid being the
+        daemon's (valgrind runs the guest in its own process)."""
+        args = [*map(str, wrapper), str(binary), "serve", "--config-file", str(config),
+                "--sysfs-root", str(sysfs), "--dev-root", str(dev), "--kubelet-root-dir",
+                str(kubelet_root)]
+        if registration:
+            args += ["--registration", registration]
+        if verbose:
+            args.append("-v")
+        args += list(extra)
+        super().__init__(args)
 
 
 def raw_connect(path):
@@ -874,41 +957,88 @@ def messages(buf):
 
 # ------------------------------------------------------------------------------------------------
 class TestEnv:
-    """What a daemon test needs: a short temp dir (unix socket paths stay far below 107 bytes)
-    with a kubelet root, the fake kubelet started in it, a config file and daemons on fixture
-    nodes; close() stops and removes everything."""
+    """What a daemon test needs, one for every test file: a short temp dir (unix socket paths
+    stay far below 107 bytes) with a kubelet root, the fake kubelet in it, config files,
+    private copies of fixture nodes, `rdma-dp serve` daemons on fixture nodes; close() runs
+    the closers, stops the daemons (SIGTERM, then SIGKILL) and the kubelet, and removes the
+    directory.
 
-    def __init__(self, binary, fixtures, mode="kubelet-sock", prefix="rdpt"):
+    mode, kubelet_opts: the FakeKubelet started at once; kubelet=False: none until
+    start_kubelet() (a test that starts it late, or with options)."""
+
+    def __init__(self, binary, fixtures, mode="kubelet-sock", prefix="rdpt", kubelet=True,
+                 **kubelet_opts):
         self.binary = binary
-        self.fixtures = pathlib.Path(fixtures)
+        self.fixtures = pathlib.Path(fixtures) if fixtures else None
         self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix=prefix))
         self.root = self.dir / "k"
         self.root.mkdir()
-        self.kubelet = FakeKubelet(self.root, mode=mode).start()
+        self.kubelet = None
         self.daemons = []
+        self.closers = []  # called first at close(): servers a test started, ...
+        if kubelet:
+            self.start_kubelet(mode, **kubelet_opts)
 
-    def config(self, resources, name="config.json", periodic=300):
-        """Writes {"periodicUpdateInterval": periodic, "configList": resources}."""
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def start_kubelet(self, mode="kubelet-sock", **opts):
+        """A FakeKubelet on the root, started; close() stops it."""
+        self.kubelet = FakeKubelet(self.root, mode=mode, **opts).start()
+        return self.kubelet
+
+    def config(self, obj, name="config.json", periodic=300):
+        """Writes a config file and returns its path: a list of resources as
+        {"periodicUpdateInterval": periodic, "configList": obj}, a dict as indented JSON, a
+        str as it is."""
         p = self.dir / name
-        p.write_text(json.dumps({"periodicUpdateInterval": periodic, "configList": resources}))
+        if isinstance(obj, str):
+            p.write_text(obj)
+        elif isinstance(obj, list):
+            p.write_text(json.dumps({"periodicUpdateInterval": periodic, "configList": obj}))
+        else:
+            p.write_text(json.dumps(obj, indent=2) + "\n")
         return p
 
-    def daemon(self, config, node, registration=None, extra=()):
-        """A daemon on a fixture node (a name under fixtures, or a node directory)."""
-        n = pathlib.Path(node) if os.sep in str(node) else self.fixtures / node
-        d = Daemon(self.binary, config=config, sysfs=n / "sys", dev=n / "dev",
-                   kubelet_root=self.root, registration=registration, verbose=True,
-                   extra=extra)
+    def node_dir(self, node):
+        """A fixture node's directory: a name under fixtures, or a node directory."""
+        return pathlib.Path(node) if os.sep in str(node) else self.fixtures / node
+
+    node = node_dir  # (DraEnv's node is the node's name)
+
+    def copy(self, node):
+        """A private copy of a fixture node (<dir>/<name>), to edit or break."""
+        sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+        import sysfsgen  # noqa: E402
+        return sysfsgen.copy_node(self.node_dir(node), self.dir / pathlib.Path(node).name)
+
+    def daemon(self, config, node="seed000", registration=None, verbose=True, extra=(),
+               sysfs=None, dev=None, kubelet_root=None, wrapper=(), binary=None):
+        """`rdma-dp serve` on a fixture node (node(); sysfs, dev override its trees) with
+        the kubelet root (or kubelet_root, e.g. another view of it); wrapper, binary: see
+        Daemon (valgrind runs another build of the binary)."""
+        n = self.node_dir(node)
+        d = Daemon(binary or self.binary, config=config, sysfs=sysfs or n / "sys", dev=dev or n / "dev",
+                   kubelet_root=kubelet_root or self.root, registration=registration,
+                   verbose=verbose, extra=extra, wrapper=wrapper)
         self.daemons.append(d)
         return d
 
-    def close(self):
+    def stop_daemons(self, timeout=60):
         for d in self.daemons:
             if d.proc.poll() is None:
                 try:
-                    d.stop(60)
+                    d.stop(timeout)
                 except Exception:  # noqa: BLE001
                     d.kill()
-        self.kubelet.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
+    def close(self):
+        for c in self.closers:
+            c()
+        self.stop_daemons()
+        if self.kubelet is not None:
+            self.kubelet.close()
+        shutil.rmtree(self.dir, ignore_errors=True)

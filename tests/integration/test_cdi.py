@@ -67,10 +67,8 @@ class Env(K.TestEnv):
 
 
 @pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
+def env(make_env):
+    return make_env(Env)
 
 
 def devices(cr):

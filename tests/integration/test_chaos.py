@@ -653,10 +653,8 @@ class Chaos:
             env.kubelet.registry_dir
         self.valid = self.random_config(self.rng, full=True)
         self.write_config(json.dumps(self.valid, indent=2) + "\n")
-        self.d = K.Daemon(self.binary, config=self.cfg_path, sysfs=self.node / "sys",
-                          dev=self.node / "dev", kubelet_root=env.root, registration=self.mode,
-                          wrapper=self.wrapper)
-        env.daemons.append(self.d)
+        self.d = env.daemon(self.cfg_path, self.node, registration=self.mode, verbose=False,
+                            wrapper=self.wrapper, binary=self.binary)
         self.check()
         # Warm-up: every kind of action once, the largest config in force.
         warm = [["kubelet"], ["hostile"], ["device", "sighup-same"], ["sighup-bad"],

@@ -9,9 +9,7 @@ import socket
 import ssl
 import tempfile
 import time
-from concurrent import futures
 
-import grpc
 import pytest
 
 import dra_env
@@ -467,31 +465,15 @@ class TinyPlugin:
         self.reg = self.dra = None
 
     def _reg_server(self):
-        rpb = self.rpb
-        h = grpc.method_handlers_generic_handler("pluginregistration.Registration", {
-            "GetInfo": grpc.unary_unary_rpc_method_handler(
-                lambda r, c: rpb.PluginInfo(type=self.ptype, name=self.driver,
-                                            endpoint=str(self.dra_sock),
-                                            supported_versions=self.versions),
-                request_deserializer=rpb.InfoRequest.FromString,
-                response_serializer=rpb.PluginInfo.SerializeToString),
-            "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
-                self._notify, request_deserializer=rpb.RegistrationStatus.FromString,
-                response_serializer=rpb.RegistrationStatusResponse.SerializeToString)})
-        return self._serve(h, self.reg_sock)
+        return kl.serve_unix(self.reg_sock, kl.plugin_registration(
+            lambda r, c: self.rpb.PluginInfo(type=self.ptype, name=self.driver,
+                                             endpoint=str(self.dra_sock),
+                                             supported_versions=self.versions),
+            self._notify))
 
     def _notify(self, req, ctx):
         self.status.append(req)
         return self.rpb.RegistrationStatusResponse()
-
-    def _serve(self, handler, path):
-        s = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        s.add_generic_rpc_handlers((handler,) if not isinstance(handler, tuple) else handler)
-        if os.path.lexists(path):
-            os.unlink(path)
-        s.add_insecure_port("unix:" + str(path))
-        s.start()
-        return s
 
     def _prepare(self, path):
         def fn(req, ctx):
@@ -527,16 +509,14 @@ class TinyPlugin:
         hs = []
         for pkg in ("k8s.io.kubelet.pkg.apis.dra.v1", "k8s.io.kubelet.pkg.apis.dra.v1beta1"):
             svc = pkg + ".DRAPlugin"
-            hs.append(grpc.method_handlers_generic_handler(svc, {
-                "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
-                    self._prepare("/%s/NodePrepareResources" % svc),
-                    request_deserializer=pb.NodePrepareResourcesRequest.FromString,
-                    response_serializer=pb.NodePrepareResourcesResponse.SerializeToString),
-                "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
-                    self._unprepare("/%s/NodeUnprepareResources" % svc),
-                    request_deserializer=pb.NodeUnprepareResourcesRequest.FromString,
-                    response_serializer=pb.NodeUnprepareResourcesResponse.SerializeToString)}))
-        self.dra = self._serve(tuple(hs), self.dra_sock)
+            hs.append(kl.grpc_service(svc, {
+                "NodePrepareResources": (self._prepare("/%s/NodePrepareResources" % svc),
+                                         pb.NodePrepareResourcesRequest,
+                                         pb.NodePrepareResourcesResponse),
+                "NodeUnprepareResources": (self._unprepare("/%s/NodeUnprepareResources" % svc),
+                                           pb.NodeUnprepareResourcesRequest,
+                                           pb.NodeUnprepareResourcesResponse)}))
+        self.dra = kl.serve_unix(self.dra_sock, tuple(hs))
         return self
 
     def start(self):

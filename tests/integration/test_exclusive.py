@@ -15,7 +15,6 @@ import grpc
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kubelet as K  # noqa: E402
 
 RES = "rdma/nics"
 # dgx-h100: the 8 compute HCAs (InfiniBand), by PCI address, with NUMA node and ibdev.
@@ -25,16 +24,9 @@ DGX_COMPUTE = [("0000:18:00.0", 0, "mlx5_0"), ("0000:40:00.0", 0, "mlx5_3"),
                ("0000:ce:00.0", 1, "mlx5_10"), ("0000:dc:00.0", 1, "mlx5_11")]
 
 
-class Env(K.TestEnv):
-    def __init__(self, binary, fixtures, mode="kubelet-sock"):
-        super().__init__(binary, fixtures, mode=mode, prefix="rdpx")
-
-
 @pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
+def env(make_env):
+    return make_env(prefix="rdpx")
 
 
 def exclusive(name="nics", **sel):
@@ -219,17 +211,14 @@ def test_mode_change_on_reload_registers_again(env):
     d.wait_log("event=resource-mode-changed", "from=shared", "to=exclusive")
 
 
-def test_plugin_watcher_mode(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir, mode="plugins-registry")
-    try:
-        e.daemon(e.config([exclusive(vendors=["15b3"], linkTypes=["infiniband"])]), "dgx-h100",
-                 registration="plugins-registry")
-        reg = e.kubelet.wait_registered(RES, units=8)
-        assert reg.options.get_preferred_allocation_available
-        ids, _ = e.kubelet.admit(RES, 2)
-        assert ids == ["0000:18:00.0", "0000:40:00.0"]
-    finally:
-        e.close()
+def test_plugin_watcher_mode(make_env):
+    e = make_env(prefix="rdpx", mode="plugins-registry")
+    e.daemon(e.config([exclusive(vendors=["15b3"], linkTypes=["infiniband"])]), "dgx-h100",
+             registration="plugins-registry")
+    reg = e.kubelet.wait_registered(RES, units=8)
+    assert reg.options.get_preferred_allocation_available
+    ids, _ = e.kubelet.admit(RES, 2)
+    assert ids == ["0000:18:00.0", "0000:40:00.0"]
 
 
 # ---- two-socket-vfs: 64 VFs on 5 cards, every PCIe level between them ---------------------

@@ -3,15 +3,10 @@
 under a stream of maximal hostile requests on every socket at once must keep its peak resident
 memory (VmHWM) under 8 MiB, and answer a normal Allocate afterwards.
 
-The peers, per socket and all concurrently:
-  - Allocate and GetPreferredAllocation requests just under the 256 KiB request limit, full of
-    empty IDs (2 bytes each on the wire, 30x that unpacked without a budget);
-  - requests over the limit (refused from the length prefix);
-  - raw peers announcing a 4 GiB message and streaming DATA into it;
-  - raw peers that ask for many maximal Allocate answers and never read;
-  - silent peers that connect and send nothing (they hold connection slots).
-Bounded in count and time; unix sockets only. The load is hostile.py's (make bench reports
-the same figure).
+The peers are hostile.py's (its docstring lists them: oversized and over-the-limit requests,
+raw peers streaming into a 4 GiB message or never reading, silent ones), per socket and all
+concurrently, bounded in count and time; unix sockets only. make bench reports the same
+figure.
 """
 import os
 import sys
@@ -21,7 +16,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet as K  # noqa: E402
 from hostile import HostileLoad, vmhwm_kib  # noqa: E402  (the load, shared with make bench)
-from test_serve import CONFIGS, Env  # noqa: E402
+from test_serve import CONFIGS, env  # noqa: E402,F401
 
 LIMIT_KIB = 8 * 1024
 RESOURCES = ["rdma/compute_ib", "rdma/storage_roce", "rdma/compute_ib_numa0",
@@ -29,13 +24,6 @@ RESOURCES = ["rdma/compute_ib", "rdma/storage_roce", "rdma/compute_ib_numa0",
 
 pytestmark = pytest.mark.skipif(
     K.sanitized(), reason="ASan's shadow memory and quarantine make VmHWM meaningless")
-
-
-@pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
 
 
 def test_peak_rss_under_hostile_requests(env):

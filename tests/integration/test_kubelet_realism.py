@@ -10,14 +10,10 @@ The daemon behaviours issue 8 asked for (re-registering when kubelet keeps no st
 registration after registered=false, an empty GetInfo endpoint) are tested here too."""
 import os
 import pathlib
-import shutil
 import sys
-import tempfile
 import threading
 import time
-from concurrent import futures
 
-import grpc
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,43 +28,10 @@ def seed_config(path, names=("a",)):
     return path
 
 
-class Env:
-    def __init__(self, binary, fixtures):
-        self.binary, self.fixtures = binary, fixtures
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdpkr"))
-        self.root = self.dir / "k"
-        self.root.mkdir()
-        self.kubelet = None
-        self.daemons = []
-        self.closers = []
-
-    def daemon(self, config, registration=None, kubelet_root=None):
-        n = self.fixtures / "seed000"
-        d = K.Daemon(self.binary, config=config, sysfs=n / "sys", dev=n / "dev",
-                     kubelet_root=kubelet_root or self.root, registration=registration,
-                     verbose=True)
-        self.daemons.append(d)
-        return d
-
-    def close(self):
-        for c in self.closers:
-            c()
-        for d in self.daemons:
-            if d.proc.poll() is None:
-                try:
-                    d.stop(60)
-                except Exception:  # noqa: BLE001
-                    d.kill()
-        if self.kubelet is not None:
-            self.kubelet.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 @pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
+def env(make_env):
+    """kubelet.TestEnv without a kubelet: each test starts its own, with its realism."""
+    return make_env(prefix="rdpkr", kubelet=False)
 
 
 class Impostor:
@@ -87,17 +50,9 @@ class Impostor:
             while not self.stop_ev.wait(0.1) and ctx.is_active():
                 pass
 
-        h = grpc.method_handlers_generic_handler("v1beta1.DevicePlugin", {
-            "GetDevicePluginOptions": grpc.unary_unary_rpc_method_handler(
-                options, request_deserializer=pb.Empty.FromString,
-                response_serializer=pb.DevicePluginOptions.SerializeToString),
-            "ListAndWatch": grpc.unary_stream_rpc_method_handler(
-                law, request_deserializer=pb.Empty.FromString,
-                response_serializer=pb.ListAndWatchResponse.SerializeToString)})
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        self.server.add_generic_rpc_handlers((h,))
-        self.server.add_insecure_port("unix:" + str(sock))
-        self.server.start()
+        self.server = K.serve_unix(sock, K.grpc_service("v1beta1.DevicePlugin", {
+            "GetDevicePluginOptions": (options, pb.Empty, pb.DevicePluginOptions),
+            "ListAndWatch": (law, pb.Empty, [pb.ListAndWatchResponse])}))
         ch = K.dial(kubelet_sock)
         K.stub(ch, "/v1beta1.Registration/Register", pb.RegisterRequest, pb.Empty)(
             pb.RegisterRequest(version="v1beta1", endpoint=pathlib.Path(sock).name,
@@ -110,7 +65,7 @@ class Impostor:
 
 
 def _duplicate(env):
-    kl = env.kubelet = K.FakeKubelet(env.root).start()
+    kl = env.start_kubelet()
     d = env.daemon(seed_config(env.dir / "c.json"))
     ours = kl.wait_registered("rdma/a", units=10)
     imp = Impostor(env.root / "device-plugins" / "impostor.sock", kl.kubelet_sock, "rdma/a")
@@ -139,8 +94,7 @@ def test_resource_left_without_stream_registers_again(env):
 
 
 def test_registered_false_inside_the_watcher_handshake(env):
-    kl = env.kubelet = K.FakeKubelet(env.root, mode="plugins-registry",
-                                     watcher_retry=True).start()
+    kl = env.start_kubelet("plugins-registry", watcher_retry=True)
     kl.refuse = 1
     d = env.daemon(seed_config(env.dir / "c.json"), registration="plugins-registry")
     sock = str(env.root / "plugins_registry" / "a.sock")
@@ -156,8 +110,7 @@ def test_registered_false_inside_the_watcher_handshake(env):
 
 
 def test_registered_false_registers_again(env):
-    kl = env.kubelet = K.FakeKubelet(env.root, mode="plugins-registry",
-                                     watcher_retry=True).start()
+    kl = env.start_kubelet("plugins-registry", watcher_retry=True)
     kl.refuse = 1
     env.daemon(seed_config(env.dir / "c.json"), registration="plugins-registry")
     kl.wait_registered("rdma/a", units=10, timeout=20)
@@ -166,8 +119,7 @@ def test_registered_false_registers_again(env):
 def test_watcher_retries_a_failed_validation(env):
     """The fake's own realism, no daemon: a socket whose GetInfo fails validation is retried
     with backoff (the plugin is not in the actual state of world), and named in the error."""
-    kl = env.kubelet = K.FakeKubelet(env.root, mode="plugins-registry",
-                                     watcher_retry=True).start()
+    kl = env.start_kubelet("plugins-registry", watcher_retry=True)
     _, rpb = K.protos()
     calls = []
 
@@ -178,18 +130,8 @@ def test_watcher_retries_a_failed_validation(env):
     def notify(req, ctx):
         return rpb.RegistrationStatusResponse()
 
-    h = grpc.method_handlers_generic_handler("pluginregistration.Registration", {
-        "GetInfo": grpc.unary_unary_rpc_method_handler(
-            get_info, request_deserializer=rpb.InfoRequest.FromString,
-            response_serializer=rpb.PluginInfo.SerializeToString),
-        "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
-            notify, request_deserializer=rpb.RegistrationStatus.FromString,
-            response_serializer=rpb.RegistrationStatusResponse.SerializeToString)})
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    server.add_generic_rpc_handlers((h,))
     sock = env.root / "plugins_registry" / "csi.sock"
-    server.add_insecure_port("unix:" + str(sock))
-    server.start()
+    server = K.serve_unix(sock, K.plugin_registration(get_info, notify), workers=2)
     env.closers.append(lambda: server.stop(None).wait(10))
     kl.wait(lambda: len(kl.notified) >= 3, timeout=10, what="three attempts")
     assert all(not ok and "no handler registered for plugin type: CSIPlugin at socket %s"
@@ -210,7 +152,7 @@ def test_distinct_roots_kubelet_sock(env):
     """kubelet-sock mode: Register's endpoint is a name relative to kubelet's own directory,
     so the daemon's view of the path does not matter."""
     view = _distinct_roots(env)
-    kl = env.kubelet = K.FakeKubelet(env.root, hidden_roots=[view]).start()
+    kl = env.start_kubelet(hidden_roots=[view])
     env.daemon(seed_config(env.dir / "c.json"), kubelet_root=view)
     reg = kl.wait_registered("rdma/a", units=10)
     assert reg.endpoint == str(env.root / "device-plugins" / "a.sock")
@@ -227,8 +169,7 @@ def test_distinct_roots_hide_the_container_path(env):
 
 def test_distinct_roots_plugin_watcher(env):
     view = _distinct_roots(env)
-    kl = env.kubelet = K.FakeKubelet(env.root, mode="plugins-registry",
-                                     hidden_roots=[view]).start()
+    kl = env.start_kubelet("plugins-registry", hidden_roots=[view])
     env.daemon(seed_config(env.dir / "c.json"), registration="plugins-registry",
                kubelet_root=view)
     reg = kl.wait_registered("rdma/a", units=10, timeout=15)

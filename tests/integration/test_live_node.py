@@ -229,10 +229,7 @@ def test_link_down_and_up_reach_kubelet_within_a_second(env):
     node = copy_node(env, "seed000")
     kl = env.start_kubelet()
     cfg = env.config({"periodicUpdateInterval": 300, "configList": [seed_resource("a", 10)]})
-    import kubelet as K
-    d = K.Daemon(env.binary, config=cfg, sysfs=node / "sys", dev=node / "dev",
-                 kubelet_root=env.root, verbose=True, wrapper=("unshare", "-n", "--"))
-    env.daemons.append(d)
+    d = env.daemon(cfg, node, wrapper=("unshare", "-n", "--"))
     c = kl.wait_registered("rdma/a", units=10, healthy=10).client
     d.wait_log("event=lock-taken")
 

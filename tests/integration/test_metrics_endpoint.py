@@ -22,9 +22,6 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet as K  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
-import sysfsgen  # noqa: E402
-
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DGX_CONFIG = REPO / "tests" / "fixtures" / "configs" / "dgx.json"
 COMPUTE = "rdma/compute_ib"
@@ -32,8 +29,7 @@ CTYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Env(K.TestEnv):
-    def __init__(self, binary, fixtures, mode="kubelet-sock"):
-        super().__init__(binary, fixtures, mode=mode, prefix="rdpm")
+    """kubelet.TestEnv and a daemon serving metrics."""
 
     def metrics_daemon(self, node="dgx-h100", config=DGX_CONFIG, address="127.0.0.1:0",
                        extra=()):
@@ -42,15 +38,10 @@ class Env(K.TestEnv):
         d.address = re.search(r"address=(\S+)", line).group(1)
         return d
 
-    def copy(self, node):
-        return sysfsgen.copy_node(self.fixtures / node, self.dir / node)
-
 
 @pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
+def env(make_env):
+    return make_env(Env, prefix="rdpm")
 
 
 def get(address, path, method="GET", timeout=10):
@@ -205,22 +196,18 @@ def test_healthz_readyz(env):
     assert value(s, "rdma_dp_node_lock_held") == 0
 
 
-def test_readyz_without_kubelet(rdma_dp, fixtures_dir):
+def test_readyz_without_kubelet(env):
     """No kubelet.sock: the daemon runs and answers, alive but not ready."""
-    e = Env(rdma_dp, fixtures_dir)
-    try:
-        e.kubelet.stop()
-        (e.root / "device-plugins" / "kubelet.sock").unlink(missing_ok=True)
-        d = e.daemon(DGX_CONFIG, "dgx-h100",
-                     extra=("--metrics-address", "127.0.0.1:0", "--registration",
-                            "kubelet-sock"))
-        addr = re.search(r"address=(\S+)", d.wait_log("event=metrics-serving", timeout=30)).group(1)
-        d.wait_log("event=lock-taken", timeout=30)
-        assert get(addr, "/healthz")[0] == 200
-        status, _, body = get(addr, "/readyz")
-        assert status == 503 and "not registered" in body, body
-    finally:
-        e.close()
+    env.kubelet.stop()
+    (env.root / "device-plugins" / "kubelet.sock").unlink(missing_ok=True)
+    d = env.daemon(DGX_CONFIG, "dgx-h100",
+                   extra=("--metrics-address", "127.0.0.1:0", "--registration",
+                          "kubelet-sock"))
+    addr = re.search(r"address=(\S+)", d.wait_log("event=metrics-serving", timeout=30)).group(1)
+    d.wait_log("event=lock-taken", timeout=30)
+    assert get(addr, "/healthz")[0] == 200
+    status, _, body = get(addr, "/readyz")
+    assert status == 503 and "not registered" in body, body
 
 
 def test_busy_address_is_retried(env):

@@ -1,17 +1,14 @@
 # SPDX-License-Identifier: MIT
 """rdma-dp serve against a fake kubelet (grpcio) over real unix sockets: registration in both
 modes, ListAndWatch snapshots, Allocate and the other calls, hostile peers, the command line."""
-import json
 import os
 import pathlib
 import re
-import shutil
 import signal
 import socket
 import stat
 import struct
 import sys
-import tempfile
 import time
 
 import grpc
@@ -26,56 +23,10 @@ SEED_RES = "rdma/hca_shared_devices_a"
 SEED_SOCK = "hca_shared_devices_a.sock"
 
 
-class Env:
-    """A short temp kubelet root (unix socket paths stay far below 107 bytes), a fake kubelet,
-    and daemons started on fixture nodes; everything is torn down at the end."""
-
-    def __init__(self, binary, fixtures):
-        self.binary = binary
-        self.fixtures = fixtures
-        self.dir = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="rdp"))
-        self.root = self.dir / "k"
-        self.root.mkdir()
-        self.kubelet = None
-        self.daemons = []
-
-    def start_kubelet(self, mode="kubelet-sock"):
-        self.kubelet = K.FakeKubelet(self.root, mode=mode).start()
-        return self.kubelet
-
-    def config(self, obj, name="config.json"):
-        p = self.dir / name
-        p.write_text(json.dumps(obj, indent=2) + "\n" if not isinstance(obj, str) else obj)
-        return p
-
-    def node(self, name):
-        return self.fixtures / name
-
-    def daemon(self, config, node="seed000", registration=None, verbose=True, sysfs=None,
-               dev=None):
-        n = self.node(node)
-        d = K.Daemon(self.binary, config=config, sysfs=sysfs or n / "sys", dev=dev or n / "dev",
-                     kubelet_root=self.root, registration=registration, verbose=verbose)
-        self.daemons.append(d)
-        return d
-
-    def close(self):
-        for d in self.daemons:
-            if d.proc.poll() is None:
-                try:
-                    d.stop(60)
-                except Exception:  # noqa: BLE001
-                    d.kill()
-        if self.kubelet is not None:
-            self.kubelet.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 @pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
+def env(make_env):
+    """kubelet.TestEnv without a kubelet: each test starts its own (env.start_kubelet())."""
+    return make_env(prefix="rdp", kubelet=False)
 
 
 def char_devices(node_dir, ibdevs):

@@ -26,9 +26,7 @@ DGX_RES = ["rdma/compute_ib", "rdma/storage_roce", "rdma/compute_ib_numa0",
 
 def copy_node(env, name):
     """A private copy of a fixture node, to edit."""
-    dst = env.dir / name
-    sysfsgen.copy_node(env.node(name), dst)
-    return dst
+    return env.copy(name)
 
 
 def health(snap):

@@ -6,33 +6,18 @@ Allocate never hands out a node whose number is not the one sysfs names."""
 import os
 import time
 import stat
-import subprocess
 import sys
 
 import grpc
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kubelet as K  # noqa: E402
-
-
-class Env(K.TestEnv):
-    """kubelet.TestEnv, and copies of fixture nodes to break."""
-
-    def __init__(self, binary, fixtures):
-        super().__init__(binary, fixtures, prefix="rdpu")
-
-    def copy(self, node):
-        dst = self.dir / node
-        subprocess.run(["cp", "-a", str(self.fixtures / node), str(dst)], check=True)
-        return dst
 
 
 @pytest.fixture
-def env(rdma_dp, fixtures_dir):
-    e = Env(rdma_dp, fixtures_dir)
-    yield e
-    e.close()
+def env(make_env):
+    """kubelet.TestEnv; env.copy(node) gives copies of fixture nodes to break."""
+    return make_env(prefix="rdpu")
 
 
 def test_pool_of_an_unusable_device(env, fixtures_dir):

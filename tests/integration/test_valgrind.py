@@ -89,9 +89,8 @@ def test_valgrind_memcheck(env, rdma_dp):
     cfg_path = env.config(cfg)
     kl = env.start_kubelet()
     kl.dial_timeout = 30
-    d = K.Daemon(binary, config=cfg_path, sysfs=node / "sys", dev=node / "dev",
-                 kubelet_root=env.root, wrapper=[vg, "--log-file=%s" % vlog, *VALGRIND_ARGS])
-    env.daemons.append(d)
+    d = env.daemon(cfg_path, node, verbose=False, binary=binary,
+                   wrapper=[vg, "--log-file=%s" % vlog, *VALGRIND_ARGS])
 
     def settled(config, after=None):
         want = expected(node, config)
