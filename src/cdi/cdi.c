@@ -20,6 +20,8 @@
 #include "alloc.h"
 #include "fileio.h"
 #include "macro.h"
+#include "memlock.h"
+#include "oci-hook.h"
 
 #define FILE_PREFIX RDP_CDI_VENDOR "-"
 #define FILE_SUFFIX ".json"
@@ -250,6 +252,38 @@ static json_t *nodes_to_json(const struct rdp_cdi_node *nodes, size_t n, int *er
 	return TAKE_PTR(a);
 }
 
+static bool with_hook(const struct rdp_cdi_spec *s)
+{
+	return s->hook_path && s->memlock != RDP_MEMLOCK_LEAVE;
+}
+
+/* edits.hooks = [{hookName: createRuntime, path, args}] (oci-hook.h). */
+static int hooks_to_json(json_t *edits, const struct rdp_cdi_spec *s)
+{
+	const char *argv[RDP_OCI_HOOK_ARGS_MAX];
+	char value[RDP_MEMLOCK_STR_MAX];
+	json_t *hooks = json_array(), *h, *args;
+	int n = rdp_oci_hook_args(s->memlock, argv, value, sizeof(value));
+
+	if (n < 0) {
+		json_decref(hooks);
+		return n;
+	}
+	if (set(edits, "hooks", hooks) < 0)
+		return -ENOMEM;
+	h = json_object();
+	if (!h || json_array_append_new(hooks, h) < 0)
+		return -ENOMEM;
+	args = json_array();
+	if (set(h, "hookName", json_string(RDP_OCI_HOOK_STAGE)) < 0 ||
+	    set(h, "path", json_string(s->hook_path)) < 0 || set(h, "args", args) < 0)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (json_array_append_new(args, json_string(argv[i])) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 static int check_devices(const struct rdp_cdi_spec *s)
 {
 	if (s->n_devices > RDP_CDI_MAX_DEVICES || (s->n_devices && !s->devices))
@@ -300,6 +334,8 @@ int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json)
 		if (!valid_path(s->nodes[i].path) ||
 		    (s->nodes[i].host_path && !valid_path(s->nodes[i].host_path)))
 			return -EINVAL;
+	if (s->hook_path && !valid_path(s->hook_path))
+		return -EINVAL;
 	r = check_devices(s);
 	if (r < 0)
 		return r;
@@ -332,7 +368,7 @@ int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json)
 	    set(doc, "kind", json_string(kind)) < 0 ||
 	    set(doc, "devices", TAKE_PTR(devs)) < 0)
 		return -ENOMEM;
-	if (s->n_env || s->n_nodes) {
+	if (s->n_env || s->n_nodes || with_hook(s)) {
 		json_t *edits = json_object();
 
 		if (set(doc, "containerEdits", edits) < 0)
@@ -352,6 +388,11 @@ int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json)
 			r = -ENOMEM;
 			nodes = nodes_to_json(s->nodes, s->n_nodes, &r);
 			if (set(edits, "deviceNodes", nodes) < 0)
+				return r;
+		}
+		if (with_hook(s)) {
+			r = hooks_to_json(edits, s);
+			if (r < 0)
 				return r;
 		}
 	}

@@ -30,6 +30,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Where the container runtimes read CDI specs from by default. */
 #define RDP_DEFAULT_CDI_SPEC_DIR "/var/run/cdi"
@@ -104,12 +105,19 @@ struct rdp_cdi_spec {
 	size_t n_nodes;
 	const char *const *env; /* top-level containerEdits.env, "K=V", K [A-Za-z_][A-Za-z0-9_]* */
 	size_t n_env;
+	/*
+	 * The memlock hook (oci-hook.h): with hook_path (absolute, on the host) and memlock not
+	 * 0 (RDP_MEMLOCK_LEAVE), top-level containerEdits.hooks gets one createRuntime hook
+	 * {hookName, path, args} that sets the container's RLIMIT_MEMLOCK to memlock.
+	 */
+	const char *hook_path;
+	uint64_t memlock;
 };
 
 /*
  * The spec file's bytes: cdiVersion, kind, devices (each with containerEdits.deviceNodes of
- * {path, hostPath, permissions "rw"}), then the top-level containerEdits {env, deviceNodes}
- * (left out when both are empty, each left out when empty); keys in that order, indent 2,
+ * {path, hostPath, permissions "rw"}), then the top-level containerEdits {env, deviceNodes,
+ * hooks} (left out when all are empty, each left out when empty); keys in that order, indent 2,
  * UTF-8 as is, a trailing newline. The same spec always gives the same bytes.
  * Returns 0 with *ret_json (rdp_free() it), or 0 with *ret_json = NULL when the spec has no
  * device (no file: see above). -EINVAL when a rule is broken (a name, a path not absolute or

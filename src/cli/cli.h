@@ -11,6 +11,8 @@ int cmd_doctor(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_kube_get(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
+int cmd_hook(int argc, char **argv);
+int cmd_install_hook(int argc, char **argv);
 /*
  * k8s-rdma-shared-dp: argv[0] is the Go plugin's name (cmd-shared-dp.c); argv is the whole
  * command line, its flags in Go's syntax.

@@ -245,6 +245,30 @@ static int cdi_names(const struct rdp_config *c, struct cdi_names *ret)
 	return 0;
 }
 
+/*
+ * "reportTopology": what the shared pool's TopologyInfo does under each of kubelet's Topology
+ * Manager policies (the Go plugin reports none: without the key, nothing changes).
+ */
+static void text_topology(const struct rdp_pool *p)
+{
+	if (p->numa_node < 0) {
+		printf("  topology (reportTopology): none reported: the pool's devices are on %s\n",
+		       p->n_devices ? "several NUMA nodes, or the kernel names none" : "no node");
+		return;
+	}
+	printf("  topology (reportTopology): every unit reports NUMA node %d to kubelet; under the "
+	       "Topology Manager policy\n"
+	       "    none: ignored;\n"
+	       "    best-effort: the pod is admitted, its CPUs and other devices preferably on "
+	       "node %d;\n"
+	       "    restricted: a pod whose CPUs or other devices cannot share node %d with "
+	       "this resource is refused (TopologyAffinityError), where the Go plugin admitted "
+	       "it;\n"
+	       "    single-numa-node: a pod is admitted only when all of its aligned resources "
+	       "fit on node %d\n",
+	       p->numa_node, p->numa_node, p->numa_node, p->numa_node);
+}
+
 static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 			const struct rdp_pools *pools, const struct rdp_diags *d)
 {
@@ -299,6 +323,8 @@ static void text_report(const struct rdp_config *c, const struct rdp_host *h,
 		/* Without "env" or "envFromDevices": RDMA_DEVICE_* alone, in the JSON output. */
 		if (res->env_from || res->n_env)
 			text_env(h, &pools->v[i]);
+		if (res->report_topology)
+			text_topology(&pools->v[i]);
 	}
 	printf("\npools:\n");
 	printf("  %-32s %6s  %-5s %-8s %s\n", "RESOURCE", "UNITS", "NUMA", "HEALTH", "DEVICES");

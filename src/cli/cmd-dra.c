@@ -12,6 +12,8 @@
 #include "dra-driver.h"
 #include "dra-slices.h"
 #include "kube-client.h"
+#include "memlock.h"
+#include "oci-hook.h"
 
 static const struct cli_cmd dra_cmd = {
 	.name = "dra",
@@ -27,7 +29,9 @@ static const struct cli_cmd dra_cmd = {
 
 int cmd_dra(int argc, char **argv)
 {
-	struct rdp_dra_options o = {0};
+	struct rdp_dra_options o = {.memlock = RDP_MEMLOCK_UNLIMITED,
+				    .memlock_hook = RDP_OCI_HOOK_DEFAULT_PATH};
+	const char *memlock = NULL;
 	const struct cli_opt opts[] = {
 		{"node-name", 0, required_argument, "NAME", .str = &o.node_name,
 		 .help = "this node (default $NODE_NAME: the downward API)"},
@@ -36,6 +40,13 @@ int cmd_dra(int argc, char **argv)
 		CLI_OPT_KUBELET_ROOT(&o.kubelet_root),
 		{"cdi-spec-dir", 0, required_argument, "DIR", .str = &o.cdi_spec_dir,
 		 .help = "where the claims' CDI specs go (default " RDP_DEFAULT_CDI_SPEC_DIR ")"},
+		{"memlock", 0, required_argument, "VALUE", .str = &memlock,
+		 .help = "RLIMIT_MEMLOCK of the claims' containers, set by the specs' OCI hook: "
+			 "unlimited (default), a size (64Gi), or 0 to leave the runtime's limit "
+			 "alone"},
+		{"memlock-hook", 0, required_argument, "PATH", .str = &o.memlock_hook,
+		 .help = "the host path of rdma-dp the specs name as that hook (default "
+			 RDP_OCI_HOOK_DEFAULT_PATH "), or none"},
 		CLI_OPT_SYSFS_ROOT(&o.sysfs_root),
 		CLI_OPT_DEV_ROOT(&o.dev_root),
 		{.help = "The API server: in a pod, the service account's (KUBERNETES_SERVICE_HOST "
@@ -82,6 +93,18 @@ int cmd_dra(int argc, char **argv)
 	}
 	if (!o.api_server && (o.token_file || o.ca_file)) {
 		fprintf(stderr, "rdma-dp dra: --token-file and --ca-file go with --api-server\n");
+		return 2;
+	}
+	if (memlock && rdp_memlock_parse(memlock, &o.memlock) < 0) {
+		fprintf(stderr, "rdma-dp dra: --memlock: '%s' is not \"unlimited\", a size (bytes, "
+				"or with Ki, Mi, Gi, Ti) or 0\n", memlock);
+		return 2;
+	}
+	if (o.memlock_hook && strcmp(o.memlock_hook, "none") == 0)
+		o.memlock_hook = NULL;
+	else if (o.memlock_hook && o.memlock_hook[0] != '/') {
+		fprintf(stderr, "rdma-dp dra: --memlock-hook: '%s' is not an absolute path or "
+				"\"none\"\n", o.memlock_hook);
 		return 2;
 	}
 	if (o.cdi_spec_dir && o.cdi_spec_dir[0] != '/') {

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "daemon.h"
 #include "http-server.h"
+#include "oci-hook.h"
 #include "discovery.h"
 
 enum {
@@ -16,6 +17,8 @@ enum {
 	OPT_CDI,
 	OPT_CDI_DIR,
 	OPT_METRICS,
+	OPT_HOOK,
+	OPT_PROBES,
 };
 
 static const struct cli_cmd serve_cmd = {
@@ -37,9 +40,9 @@ int cmd_serve(int argc, char **argv)
 		CLI_OPT_DEV_ROOT(&o.dev_root),
 		CLI_OPT_KUBELET_ROOT(&o.kubelet_root),
 		{"registration", OPT_REG, required_argument, "MODE",
-		 .help = "auto, kubelet-sock or plugins-registry (default auto: kubelet.sock when "
-			 "it exists, else the plugin watcher when <root>/plugins_registry exists, "
-			 "else kubelet.sock)"},
+		 .help = "auto, kubelet-sock or plugins-registry (default auto: the plugin "
+			 "watcher when <root>/plugins_registry exists, else kubelet.sock, as "
+			 "k8s-rdma-shared-dev-plugin; it follows kubelet when that changes)"},
 		/* As k8s-rdma-shared-dev-plugin's (a Go bool flag: --use-cdi, --use-cdi=true). */
 		{"use-cdi", OPT_CDI, optional_argument, "BOOL",
 		 .help = "name the devices through CDI: keep a spec per resource in the CDI spec "
@@ -47,10 +50,19 @@ int cmd_serve(int argc, char **argv)
 			 ">= 1.7.2 or CRI-O >= 1.28)"},
 		{"cdi-spec-dir", OPT_CDI_DIR, required_argument, "DIR",
 		 .help = "where the specs go (default " RDP_DEFAULT_CDI_SPEC_DIR ")"},
+		{"memlock-hook", OPT_HOOK, required_argument, "PATH",
+		 .help = "the host path of rdma-dp that the specs name as their OCI hook raising "
+			 "RLIMIT_MEMLOCK (config key \"memlock\"; default "
+			 RDP_OCI_HOOK_DEFAULT_PATH ", where the DaemonSet installs it); \"none\": "
+			 "no hook in the specs"},
 		{"metrics-address", OPT_METRICS, required_argument, "ADDR",
 		 .help = "serve GET /metrics (Prometheus), /healthz and /readyz on ADDR: IP:PORT, "
 			 "[IPv6]:PORT or :PORT (all addresses; the DaemonSet uses :"
 			 CLI_STR(RDP_DEFAULT_METRICS_PORT) "); off unless given"},
+		{"probe-address", OPT_PROBES, required_argument, "ADDR",
+		 .help = "serve GET /healthz and /readyz only on ADDR, with connection slots of "
+			 "their own (the DaemonSet: 127.0.0.1:" CLI_STR(RDP_DEFAULT_PROBE_PORT)
+			 ", where kubelet's probes go); off unless given"},
 		{"verbose", 'v', no_argument, NULL, .flag = &o.verbose, .help = "log every call"},
 		{},
 	};
@@ -89,6 +101,32 @@ int cmd_serve(int argc, char **argv)
 			}
 			o.cdi_spec_dir = p.arg;
 			break;
+		case OPT_HOOK:
+			if (strcmp(p.arg, "none") == 0) {
+				o.no_memlock_hook = true;
+				o.memlock_hook = NULL;
+				break;
+			}
+			if (p.arg[0] != '/' || strlen(p.arg) >= 4096) {
+				fprintf(stderr, "rdma-dp serve: --memlock-hook: '%s' is not an "
+						"absolute path or \"none\"\n", p.arg);
+				return 2;
+			}
+			o.no_memlock_hook = false;
+			o.memlock_hook = p.arg;
+			break;
+		case OPT_PROBES: {
+			struct sockaddr_storage ss;
+			socklen_t sl;
+			char err[160];
+
+			if (rdp_http_parse_address(p.arg, &ss, &sl, err, sizeof(err)) < 0) {
+				fprintf(stderr, "rdma-dp serve: --probe-address: %s\n", err);
+				return 2;
+			}
+			o.probe_address = p.arg;
+			break;
+		}
 		case OPT_METRICS: {
 			struct sockaddr_storage ss;
 			socklen_t sl;

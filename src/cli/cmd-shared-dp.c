@@ -83,5 +83,11 @@ int cmd_shared_dp(int argc, char **argv)
 			argv0, argc - k, argv[k]);
 	o.config_file = config_file;
 	o.use_cdi = use_cdi;
+	/*
+	 * No memlock hook in the specs: under the Go plugin's name (network-operator's DaemonSet)
+	 * nothing installs /opt/rdma-dp/bin/rdma-dp on the host, and a spec naming a missing
+	 * hook fails every container's start. `rdma-dp serve --use-cdi` has the hook.
+	 */
+	o.no_memlock_hook = true;
 	return rdp_daemon_run(&o);
 }

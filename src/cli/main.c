@@ -28,6 +28,10 @@ static const struct {
 	  "print this node's port counters in the Prometheus text format (or a textfile)" },
 	{ "doctor", cmd_doctor,
 	  "name what stands between a pod and NCCL over RDMA: one line per check, with the fix" },
+	{ "hook", cmd_hook,
+	  "OCI hook of the CDI specs (run by the container runtime): sets RLIMIT_MEMLOCK" },
+	{ "install-hook", cmd_install_hook,
+	  "copy this binary to the host path the CDI specs name as their hook (init container)" },
 	{ "kube-get", cmd_kube_get,
 	  "diagnostic: GET an API-server path through the DRA driver's TLS client, print JSON" },
 };

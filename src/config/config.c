@@ -20,6 +20,7 @@
 #include "alloc.h"
 #include "config-pos.h"
 #include "macro.h"
+#include "memlock.h"
 #include "quote.h"
 #include "selector.h"
 
@@ -36,7 +37,8 @@ struct ctx {
 static const char *const top_keys[] = { "periodicUpdateInterval", "configList", NULL };
 static const char *const resource_keys[] = { "resourceName", "resourcePrefix", "rdmaHcaMax",
 					     "mode",         "selectors",      "devices",
-					     "env",          "envFromDevices", NULL };
+					     "env",          "envFromDevices", "memlock",
+					     "reportTopology", NULL };
 static const char *const mode_names[] = { "shared", "exclusive", NULL };
 
 /*
@@ -69,6 +71,16 @@ static const struct {
 			   "[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
 	{ "computedEnv", "variables computed from the devices go in \"envFromDevices\": "
 			 "[\"NCCL_IB_HCA\", \"UCX_NET_DEVICES\"]" },
+	{ "ulimit", "the locked-memory limit of the containers goes in \"memlock\": "
+		    "\"unlimited\", a size such as \"1Gi\", or 0 to leave it alone" },
+	{ "memlockLimit", "the locked-memory limit of the containers goes in \"memlock\": "
+			  "\"unlimited\", a size such as \"1Gi\", or 0 to leave it alone" },
+	{ "rlimitMemlock", "the locked-memory limit of the containers goes in \"memlock\": "
+			   "\"unlimited\", a size such as \"1Gi\", or 0 to leave it alone" },
+	{ "topology", "write \"reportTopology\": true for a shared pool to report its NUMA node "
+		      "to kubelet" },
+	{ "numaAware", "write \"reportTopology\": true for a shared pool to report its NUMA node "
+		       "to kubelet" },
 };
 
 const char *rdp_resource_mode_name(enum rdp_resource_mode m)
@@ -1215,6 +1227,48 @@ static int parse_env(struct ctx *c, json_t *v, const char *path, unsigned int en
 	return 0;
 }
 
+/* "memlock": "unlimited", a size ("1Gi", bytes), or 0. Returns false after an error. */
+static bool parse_memlock(struct ctx *c, json_t *v, const char *p, uint64_t *ret)
+{
+	static const char what[] = "expected \"unlimited\" (the default), a size in bytes or "
+				   "with Ki, Mi, Gi or Ti (\"64Gi\"), or 0 to leave the "
+				   "container's limit alone";
+	char b[96];
+	int r;
+
+	if (json_is_integer(v)) {
+		if (json_integer_value(v) < 0) {
+			error_v(c, p, "must not be negative: %s", what);
+			return false;
+		}
+		*ret = (uint64_t)json_integer_value(v);
+		return true;
+	}
+	if (!json_is_string(v)) {
+		error_v(c, p, "must be a string or an integer, not %s: %s", type_name(v), what);
+		return false;
+	}
+	r = rdp_memlock_parse(json_string_value(v), ret);
+	if (r == -ERANGE) {
+		error_v(c, p, "%s is too large: %s", q(json_string_value(v), b), what);
+		return false;
+	}
+	if (r < 0) {
+		const char *s = json_string_value(v);
+		const char *hint = strcasecmp(s, "unlimited") == 0 || strcasecmp(s, "infinity") == 0 ||
+						   strcmp(s, "-1") == 0
+					   ? "; did you mean \"unlimited\"?"
+				   : strpbrk(s, "bB") || strpbrk(s, "kmgt") || strchr(s, '.')
+					   ? " (binary units only, no fraction: \"512Mi\", "
+					     "\"1Gi\")"
+					   : "";
+
+		error_v(c, p, "%s is not a memlock limit: %s%s", q(s, b), what, hint);
+		return false;
+	}
+	return true;
+}
+
 static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct rdp_resource *res,
 			  const struct rdp_resource *prev, size_t n_prev)
 {
@@ -1227,6 +1281,8 @@ static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct r
 	json_t *legacy = json_object_get(obj, "devices");
 	json_t *env = json_object_get(obj, "env");
 	json_t *env_from = json_object_get(obj, "envFromDevices");
+	json_t *memlock = json_object_get(obj, "memlock");
+	json_t *topo = json_object_get(obj, "reportTopology");
 	struct rdp_json_pos pos;
 	char p[PATH_LEN], b[96];
 	long long x;
@@ -1329,6 +1385,24 @@ static int parse_resource(struct ctx *c, json_t *obj, const char *path, struct r
 	} else {
 		error_v(c, path, "no \"selectors\": a resource must say which devices it takes, "
 			"e.g. \"selectors\": {\"ifNames\": [\"ib0\"]}");
+	}
+
+	res->memlock = RDP_MEMLOCK_UNLIMITED;
+	if (memlock) {
+		rdp_json_path_key(p, sizeof(p), path, "memlock");
+		(void)parse_memlock(c, memlock, p, &res->memlock);
+		note_k(c, p, "k8s-rdma-shared-dev-plugin does not know \"memlock\" and ignores it: "
+		       "there containers keep the runtime's limit");
+	}
+	if (topo) {
+		rdp_json_path_key(p, sizeof(p), path, "reportTopology");
+		if (!json_is_boolean(topo))
+			error_v(c, p, "must be true or false, not %s", type_name(topo));
+		else if (res->mode == RDP_MODE_EXCLUSIVE && !mode_bad)
+			error_k(c, p, "has no meaning for an exclusive resource: each of its units "
+				"always reports its device's NUMA node; remove \"reportTopology\"");
+		else
+			res->report_topology = json_is_true(topo);
 	}
 
 	if (env_from) {

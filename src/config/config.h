@@ -6,6 +6,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "device.h"
@@ -122,6 +123,18 @@ struct rdp_resource {
 	struct rdp_env_var *env; /* "env", in file order; none (NULL, 0) when absent */
 	size_t n_env;
 	unsigned int env_from; /* "envFromDevices": RDP_ENV_NCCL_IB_HCA | ...; 0 when absent */
+	/*
+	 * "memlock": RLIMIT_MEMLOCK the CDI spec's hook gives the containers (memlock.h);
+	 * RDP_MEMLOCK_UNLIMITED when absent, RDP_MEMLOCK_LEAVE (0): no hook.
+	 */
+	uint64_t memlock;
+	/*
+	 * "reportTopology" (shared only): the pool's NUMA node goes to kubelet as TopologyInfo
+	 * when all its devices share one. Off by default, as k8s-rdma-shared-dev-plugin: with it,
+	 * kubelet's Topology Manager (restricted, single-numa-node) may refuse a pod whose CPUs
+	 * or other devices sit on the other node.
+	 */
+	bool report_topology;
 	unsigned int line;   /* where the entry starts in the file, for messages */
 };
 

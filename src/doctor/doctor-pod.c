@@ -912,9 +912,14 @@ static int check_memlock(struct pod *p, struct rdp_doctor_report *r)
 		ADD(r, id, soft < MEMLOCK_FAIL_BELOW ? RDP_CHECK_FAIL : RDP_CHECK_WARN, "",
 		    "\"Call to ibv_reg_mr failed with error Cannot allocate memory\" (the kernel "
 		    "refuses to pin pages beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK)",
-		    "Add capabilities: add: [\"IPC_LOCK\"] to the container's securityContext "
-		    "(Kubernetes has no per-pod rlimits), or run the container runtime with "
-		    "memlock unlimited (LimitMEMLOCK=infinity; docker --ulimit memlock=-1)",
+		    "With CDI (serve --use-cdi, or the DRA driver) rdma-dp's OCI hook sets the "
+		    "limit (config \"memlock\", default unlimited): check that the pod's CDI spec "
+		    "names the hook, /opt/rdma-dp/bin/rdma-dp exists on the node, and nothing "
+		    "sets its own memlock ulimit (the spec's own wins); with device specs (no CDI) "
+		    "no device plugin can set it (Kubernetes has no per-pod rlimits): add "
+		    "capabilities: add: [\"IPC_LOCK\"] to the container's securityContext, or "
+		    "run the container runtime with memlock unlimited (LimitMEMLOCK=infinity; "
+		    "docker --ulimit memlock=-1)",
 		    "RLIMIT_MEMLOCK %s (hard %s) and %s; NCCL pins GiBs of buffers",
 		    ssoft, shard,
 		    have_cap ? "CAP_IPC_LOCK not in CapEff" : "CapEff unreadable");

@@ -135,10 +135,12 @@ static int take_env(struct render *r, struct rdp_env *e)
 
 int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *uid,
 			      const struct rdp_dra_result *results, size_t n,
-			      const char *host_prefix, char **ret_json, unsigned int *ret_omitted)
+			      const char *host_prefix, const char *hook_path, uint64_t memlock,
+			      char **ret_json, unsigned int *ret_omitted)
 {
 	struct render r = {0};
-	struct rdp_cdi_spec spec = {.class = RDP_DRA_CDI_CLASS};
+	struct rdp_cdi_spec spec = {.class = RDP_DRA_CDI_CLASS, .hook_path = hook_path,
+				    .memlock = memlock};
 	struct rdp_resource res = {0};
 	struct rdp_env e = {0};
 	size_t n_nodes = 0, *req_idx = NULL;

@@ -28,6 +28,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cdi.h"
 #include "dra-claims.h"
@@ -50,12 +51,14 @@ int rdp_cdi_claim_device_id(const char *uid, const char *device, char *buf, size
  * point the runtime at fixture nodes). Returns 0 with *ret_json (rdp_free() it), or 0 with
  * NULL when no result names a device (nothing to write: remove any old file); *ret_omitted
  * (may be NULL) gets the RDP_ENV_NCCL_IB_HCA / RDP_ENV_UCX_NET_DEVICES bits left out.
+ * hook_path (NULL: none) and memlock (0: none): the memlock hook of the spec (oci-hook.h).
  * -EINVAL for an invalid UID, a device the inventory does not offer or a device without char
  * devices, more than RDP_DRA_CLAIM_MAX_RESULTS results; -ENOMEM.
  */
 int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *uid,
 			      const struct rdp_dra_result *results, size_t n,
-			      const char *host_prefix, char **ret_json, unsigned int *ret_omitted);
+			      const char *host_prefix, const char *hook_path, uint64_t memlock,
+			      char **ret_json, unsigned int *ret_omitted);
 /*
  * Writes the claim's spec atomically into the CDI directory dirfd (rdp_cdi_open_dir()), as
  * rdp_cdi_write_at(): 0 written, 1 unchanged; json NULL removes the file. -errno.

@@ -705,6 +705,8 @@ static int setup(struct rdp_event *e, void *userdata)
 			.driver = o->driver,
 			.pool = o->node_name,
 			.cdi_spec_dir = o->cdi_spec_dir,
+			.memlock_hook = o->memlock_hook,
+			.memlock = o->memlock,
 			.checkpoint_path = d->checkpoint_path,
 			.dev_root = o->dev_root,
 			.worker = d->claim_worker,

@@ -20,6 +20,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stdint.h>
 
 #define RDP_DRA_RESYNC_USEC (10 * 1000 * 1000ULL)
 #define RDP_DRA_RESCAN_USEC (60 * 1000 * 1000ULL)
@@ -39,6 +40,9 @@ struct rdp_dra_options {
 	const char *sysfs_root;    /* "/sys" when NULL */
 	const char *dev_root;      /* "/dev" when NULL */
 	const char *cdi_spec_dir;  /* RDP_DEFAULT_CDI_SPEC_DIR when NULL */
+	/* The claims' specs' memlock hook (oci-hook.h): its host path, NULL: none; the limit. */
+	const char *memlock_hook;
+	uint64_t memlock;
 	/* The API server: url ("https://IP:PORT") with token and CA files, or NULL: in-cluster. */
 	const char *api_server;
 	const char *token_file;

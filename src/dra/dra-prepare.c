@@ -65,6 +65,8 @@ struct pcall {
 
 struct rdp_dra_prepare {
 	char *driver, *pool, *cdi_dir, *plugin_dir;
+	char *hook_path; /* the memlock hook (oci-hook.h); NULL: none */
+	uint64_t memlock;
 	struct rdp_kube_worker *worker;
 	unsigned budget_ms;
 	bool verbose;
@@ -137,7 +139,8 @@ static int write_spec(struct rdp_dra_prepare *p, const char *uid,
 	unsigned int omitted = 0;
 	int dirfd, k;
 
-	k = rdp_cdi_claim_spec_render(p->inv, uid, results, n, NULL, &json, &omitted);
+	k = rdp_cdi_claim_spec_render(p->inv, uid, results, n, NULL, p->hook_path, p->memlock,
+				      &json, &omitted);
 	if (k < 0) {
 		*err = rdp_asprintf("cannot render the claim's CDI spec: %s (a device is no longer "
 				    "usable on this node?)", strerror(-k));
@@ -669,6 +672,15 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 	p->driver = rdp_strdup(o->driver);
 	p->pool = rdp_strdup(o->pool);
 	p->cdi_dir = rdp_strdup(o->cdi_spec_dir);
+	p->memlock = o->memlock;
+	if (o->memlock_hook) {
+		p->hook_path = rdp_strdup(o->memlock_hook);
+		if (!p->hook_path) {
+			rdp_free(p->cdi_dir);
+	rdp_free(p->hook_path);
+			p->cdi_dir = NULL; /* reported below as a failed allocation */
+		}
+	}
 	p->plugin_dir = rdp_strdup(o->checkpoint_path);
 	if (!p->driver || !p->pool || !p->cdi_dir || !p->plugin_dir) {
 		rdp_dra_prepare_free(p);

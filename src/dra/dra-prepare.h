@@ -38,6 +38,8 @@ struct rdp_dra_prepare_options {
 	const char *driver;
 	const char *pool;            /* the node name */
 	const char *cdi_spec_dir;
+	const char *memlock_hook;    /* the memlock hook's host path (oci-hook.h); NULL: none */
+	uint64_t memlock;            /* what it sets (memlock.h); 0: no hook */
 	const char *checkpoint_path; /* <plugin dir>/checkpoint.json */
 	const char *dev_root;        /* where the char devices are looked up (the model's) */
 	struct rdp_kube_worker *worker;

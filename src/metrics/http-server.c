@@ -35,9 +35,9 @@
 
 #define IN_BUF_SIZE 4096
 #define MAX_PATHS 16
-#define MAX_ACCEPT_PER_EVENT 16
 #define LISTEN_BACKLOG 32
 #define MICRO 1000000ULL
+#define MAX_ACCEPT_PER_EVENT 16
 
 enum conn_state {
 	CONN_READING,
@@ -79,6 +79,10 @@ struct conn {
 	bool owner_gone; /* memory conn its owner freed while the handler holds it */
 	struct rdp_event_source *io, *timer;
 	const struct rate *refused_by; /* the bucket the last request drew on */
+
+	struct sockaddr_storage peer; /* the client (peer_len 0: unknown, memory conns) */
+	socklen_t peer_len;
+	uint64_t waiting_since; /* accepted, or its last response written: a request is due */
 
 	http_parser parser;
 	/* the request being parsed */
@@ -130,6 +134,7 @@ void rdp_http_limits_default(struct rdp_http_limits *l)
 {
 	*l = (struct rdp_http_limits){
 		.max_connections = 16,
+		.max_per_client = 8,
 		.max_header_bytes = 8192,
 		.max_url = 2048,
 		.max_requests_per_conn = 1000,
@@ -157,6 +162,7 @@ static void limits_normalize(struct rdp_http_limits *l, const struct rdp_http_li
 			l->f = d.f;                                                                \
 	} while (0)
 	DEF(max_connections);
+	DEF(max_per_client);
 	DEF(max_header_bytes);
 	DEF(max_url);
 	DEF(max_requests_per_conn);
@@ -697,6 +703,7 @@ static void conn_output_done(struct conn *c)
 		return;
 	}
 	http_parser_pause(&c->parser, 0);
+	c->waiting_since = rdp_now_usec();
 	conn_set_state(c, CONN_READING);
 	conn_parse(c);
 }
@@ -840,6 +847,7 @@ static int conn_new(struct rdp_http_server *s, int fd, struct conn **ret)
 		if (r < 0)
 			goto fail;
 	}
+	c->waiting_since = rdp_now_usec();
 	c->server = s;
 	c->next = s->conns;
 	if (s->conns)
@@ -1001,18 +1009,89 @@ static void send_full(int fd)
 	close(fd);
 }
 
+/* The same host (the port aside): IPv4, IPv6; anything else is never the same. */
+static bool same_host(const struct sockaddr_storage *a, socklen_t al,
+		      const struct sockaddr_storage *b, socklen_t bl)
+{
+	if (!al || !bl || a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+/*
+ * The connection that has waited longest without a complete request (reading a request, or
+ * idle between two), of the client peer when peer_len is set; NULL when every one is busy
+ * (a handler or a response under way). *n_client gets how many the client has.
+ */
+static struct conn *oldest_waiting(struct rdp_http_server *s, const struct sockaddr_storage *peer,
+				   socklen_t peer_len, size_t *n_client)
+{
+	struct conn *best = NULL;
+
+	*n_client = 0;
+	for (struct conn *c = s->conns; c; c = c->next) {
+		if (c->memory)
+			continue;
+		if (peer_len) {
+			if (!same_host(&c->peer, c->peer_len, peer, peer_len))
+				continue;
+			(*n_client)++;
+		}
+		if (c->state == CONN_READING && !c->headers_done &&
+		    (!best || c->waiting_since < best->waiting_since))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * A client at its share (max_per_client) gives up its own connection that waited longest;
+ * a full server, the one of all that waited longest; without one to give up (all busy),
+ * the new connection gets 503. Connections that hold slots without sending a request so
+ * cannot keep a scrape or a probe out.
+ */
 static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_http_server *s = userdata;
-	struct conn *c;
+	struct sockaddr_storage ss = {0};
+	socklen_t peer_len = sizeof(ss);
+	struct conn *c, *victim;
+	size_t n;
 
-	if (s->n_conns >= s->limits.max_connections) {
-		s->stats.rejected_full++;
-		send_full(cfd);
-		return;
+	if (getpeername(cfd, (struct sockaddr *)&ss, &peer_len) < 0 || peer_len > sizeof(ss))
+		peer_len = 0;
+	victim = oldest_waiting(s, &ss, peer_len, &n);
+	if (peer_len && n >= s->limits.max_per_client) {
+		if (!victim) {
+			s->stats.rejected_full++;
+			send_full(cfd);
+			return;
+		}
+		s->stats.evicted++;
+		conn_close(victim);
 	}
-	if (conn_new(s, cfd, &c) == 0)
+	if (s->n_conns >= s->limits.max_connections) {
+		victim = oldest_waiting(s, NULL, 0, &n);
+		if (!victim) {
+			s->stats.rejected_full++;
+			send_full(cfd);
+			return;
+		}
+		s->stats.evicted++;
+		conn_close(victim);
+	}
+	if (conn_new(s, cfd, &c) == 0) {
+		c->peer = ss;
+		c->peer_len = peer_len;
 		s->stats.accepted++;
+	}
 }
 
 static int on_accept(struct rdp_event_source *src, int fd, uint32_t revents, void *userdata)

@@ -58,6 +58,7 @@ struct rdp_http_request;
  */
 struct rdp_http_limits {
 	size_t max_connections;          /* default 16 */
+	size_t max_per_client;           /* of one client address (IP); default 8 */
 	size_t max_header_bytes;         /* request line + headers; default 8 KiB, at most 64 KiB */
 	size_t max_url;                  /* default 2 KiB (at most max_header_bytes) */
 	uint32_t max_requests_per_conn;  /* default 1000 */
@@ -74,6 +75,7 @@ void rdp_http_limits_default(struct rdp_http_limits *l);
 struct rdp_http_stats {
 	uint64_t accepted;          /* connections taken (not counting rejected_full) */
 	uint64_t rejected_full;     /* connections answered 503 and closed: max_connections */
+	uint64_t evicted;           /* closed for a newer one: waited longest without a request */
 	uint64_t timeout_request;   /* request_timeout expired (408 or a silent close) */
 	uint64_t timeout_idle;      /* keep-alive connections closed by idle_timeout */
 	uint64_t timeout_write;     /* a response not read within write_timeout */

@@ -34,6 +34,7 @@ struct rdp_metrics_server {
 	struct rdp_worker_job job;
 	bool collecting; /* from start_collection() until finish_collection() */
 	bool stopping;
+	bool probes_only; /* rdp_metrics_server_new_probes(): no /metrics, no worker */
 	struct rdp_fabric_targets *targets;
 	struct rdp_mtext text;
 	struct rdp_fabric_stats stats;
@@ -207,7 +208,7 @@ static int try_listen(struct rdp_metrics_server *s)
 
 	/* /metrics on the server's bucket (20/s: each is a collection); the probes on their own
 	 * (cheap), so a flood of scrapes never fails kubelet's probes. */
-	if (k >= 0)
+	if (k >= 0 && !s->probes_only)
 		k = rdp_http_server_add_path(s->http, "/metrics");
 	if (k >= 0)
 		k = rdp_http_server_add_path_rate(s->http, "/healthz", RDP_METRICS_PROBE_RATE,
@@ -241,9 +242,9 @@ static int on_retry(struct rdp_event_source *src, void *userdata)
 	return 0;
 }
 
-int rdp_metrics_server_new(struct rdp_event *e, const char *address,
-			   const struct rdp_metrics_server_ops *ops, struct rdp_metrics_server **ret,
-			   char *err, size_t errlen)
+static int server_new(struct rdp_event *e, const char *address,
+		      const struct rdp_metrics_server_ops *ops, bool probes_only,
+		      struct rdp_metrics_server **ret, char *err, size_t errlen)
 {
 	struct rdp_metrics_server *s;
 	struct sockaddr_storage ss;
@@ -258,6 +259,7 @@ int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 		return -ENOMEM;
 	s->event = e;
 	s->ops = *ops;
+	s->probes_only = probes_only;
 	s->job.run = run_collection;
 	s->job.done = collection_done;
 	s->state = RDP_METRICS_BIND_RETRY;
@@ -267,9 +269,11 @@ int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 		k = -ENOMEM;
 		goto fail;
 	}
-	k = rdp_worker_new(e, 0, &s->worker);
-	if (k < 0)
-		goto fail;
+	if (!probes_only) {
+		k = rdp_worker_new(e, 0, &s->worker);
+		if (k < 0)
+			goto fail;
+	}
 	k = rdp_event_add_timer(e, 0, on_retry, s, &s->retry_src);
 	if (k < 0)
 		goto fail;
@@ -281,6 +285,20 @@ int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 fail:
 	rdp_metrics_server_free(s);
 	return k;
+}
+
+int rdp_metrics_server_new(struct rdp_event *e, const char *address,
+			   const struct rdp_metrics_server_ops *ops, struct rdp_metrics_server **ret,
+			   char *err, size_t errlen)
+{
+	return server_new(e, address, ops, false, ret, err, errlen);
+}
+
+int rdp_metrics_server_new_probes(struct rdp_event *e, const char *address,
+				  const struct rdp_metrics_server_ops *ops,
+				  struct rdp_metrics_server **ret, char *err, size_t errlen)
+{
+	return server_new(e, address, ops, true, ret, err, errlen);
 }
 
 struct rdp_metrics_server *rdp_metrics_server_free(struct rdp_metrics_server *s)

@@ -73,6 +73,15 @@ struct rdp_metrics_server_ops {
 int rdp_metrics_server_new(struct rdp_event *e, const char *address,
 			   const struct rdp_metrics_server_ops *ops, struct rdp_metrics_server **ret,
 			   char *err, size_t errlen);
+/*
+ * The probe listener (`serve --probe-address 127.0.0.1:9471`): the same server answering
+ * /healthz and /readyz only (404 for /metrics: no collector thread), with connection slots
+ * of its own, so that clients holding the metrics port's slots cannot fail kubelet's probes.
+ * ops.targets and ops.plugin are not called.
+ */
+int rdp_metrics_server_new_probes(struct rdp_event *e, const char *address,
+				  const struct rdp_metrics_server_ops *ops,
+				  struct rdp_metrics_server **ret, char *err, size_t errlen);
 /* Stops the thread (a running collection is waited for), closes every connection. NULL ok. */
 struct rdp_metrics_server *rdp_metrics_server_free(struct rdp_metrics_server *s);
 enum rdp_metrics_state rdp_metrics_server_state(const struct rdp_metrics_server *s);

@@ -24,7 +24,7 @@
 struct rdp_event;
 
 enum rdp_registration_mode {
-	RDP_REGISTRATION_AUTO, /* kubelet.sock when present, else the plugin watcher */
+	RDP_REGISTRATION_AUTO, /* the plugin watcher when plugins_registry exists, else kubelet.sock */
 	RDP_REGISTRATION_KUBELET_SOCK, /* Register on <root>/device-plugins/kubelet.sock */
 	RDP_REGISTRATION_PLUGINS_REGISTRY, /* sockets in <root>/plugins_registry */
 };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cdi.h"
+#include "oci-hook.h"
 #include "config.h"
 #include "device.h"
 #include "diag.h"
@@ -86,6 +87,7 @@ struct daemon {
 	pid_t lock_holder_logged; /* -1: nothing logged yet */
 	/* The metrics endpoint (--metrics-address), its counters, the ports it reads. */
 	struct rdp_metrics_server *metrics;
+	struct rdp_metrics_server *probes; /* --probe-address */
 	struct rdp_daemon_counters counters;
 	struct rdp_fabric_targets *fabric; /* of the last model; a scrape takes a reference */
 	uint64_t scrape_errors_logged; /* digest of the read errors last logged */
@@ -396,6 +398,41 @@ static void metrics_state_changed(void *userdata, enum rdp_metrics_state state,
 			rdp_log_q("retrying; kubelet's calls are served meanwhile"));
 }
 
+static void probes_state_changed(void *userdata, enum rdp_metrics_state state,
+				 const char *address, int error)
+{
+	(void)userdata;
+	if (state == RDP_METRICS_LISTENING)
+		rdp_log(RDP_LOG_INFO, "probes-serving", "address=%s paths=%s", address,
+			rdp_log_q("/healthz /readyz"));
+	else
+		rdp_log(RDP_LOG_WARNING, "probes-bind-failed", "address=%s error=%s msg=%s",
+			address, rdp_log_errno(error),
+			rdp_log_q("retrying; kubelet's calls are served meanwhile"));
+}
+
+/* --probe-address: the probes' own listener (its own connection slots). */
+static int probes_start(struct daemon *d)
+{
+	struct rdp_metrics_server_ops o = {
+		.health = metrics_health,
+		.state_changed = probes_state_changed,
+		.userdata = d,
+	};
+	char err[256] = "";
+	int k;
+
+	if (!d->o->probe_address)
+		return 0;
+	k = rdp_metrics_server_new_probes(d->event, d->o->probe_address, &o, &d->probes, err,
+					  sizeof(err));
+	if (k < 0)
+		rdp_log(RDP_LOG_ERROR, "probes-failed", "address=%s error=%s msg=%s",
+			rdp_log_q(d->o->probe_address), rdp_log_errno(k),
+			rdp_log_q(err[0] ? err : "cannot serve the probe endpoint"));
+	return k;
+}
+
 static int metrics_start(struct daemon *d)
 {
 	static const struct rdp_metrics_server_ops ops = {
@@ -577,6 +614,13 @@ static void unpublish_status(struct daemon *d)
 
 /* inotify on kubelet's directories: kubelet restarts, our sockets deleted. */
 
+static bool exists(const char *path, mode_t type)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
 static void schedule_apply(struct daemon *d)
 {
 	if (d->apply_src)
@@ -612,7 +656,10 @@ static void kubelet_appeared(struct daemon *d, const char *why)
 	schedule_apply(d);
 }
 
-/* auto mode: kubelet.sock is the documented way, used as soon as it exists. */
+/*
+ * auto mode: the plugin watcher while plugins_registry exists, kubelet.sock otherwise; the
+ * mode follows kubelet when a restart brings plugins_registry or takes it away.
+ */
 static void switch_mode(struct daemon *d, enum rdp_registration_mode mode, const char *why)
 {
 	enum rdp_registration_mode old = d->mode;
@@ -642,11 +689,20 @@ static void switch_mode(struct daemon *d, enum rdp_registration_mode mode, const
 		inotify_rm_watch(d->inotify_fd, d->registry_dir.wd);
 		d->registry_dir.wd = -1;
 	}
+	if (d->registry_dir.wd < 0 && watch_needed(d, &d->registry_dir) && d->rewatch_src)
+		rdp_event_source_set_timer(d->rewatch_src, 1);
 }
 
 static void dir_gone(struct daemon *d, struct dirwatch *w)
 {
 	w->wd = -1;
+	/* auto: plugins_registry gone while kubelet.sock serves: kubelet.sock it is. */
+	if (d->auto_mode && w == &d->registry_dir &&
+	    d->mode == RDP_REGISTRATION_PLUGINS_REGISTRY && !exists(w->path, S_IFDIR) &&
+	    exists(d->kubelet_sock, S_IFSOCK)) {
+		switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "plugins_registry-gone");
+		return;
+	}
 	if (strcmp(w->path, sock_dir(d)) == 0)
 		rdp_log(RDP_LOG_WARNING, "socket-dir-gone", "dir=%s", rdp_log_q(w->path));
 	if (d->rewatch_src)
@@ -664,10 +720,12 @@ static void on_dir_event(struct daemon *d, struct dirwatch *w, const struct inot
 	}
 	if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && w == &d->plugin_dir &&
 	    strcmp(name, KUBELET_SOCK) == 0) {
-		if (d->mode == RDP_REGISTRATION_KUBELET_SOCK)
+		/* auto: a restarted kubelet may have brought plugins_registry along */
+		if (d->mode == RDP_REGISTRATION_KUBELET_SOCK && d->auto_mode &&
+		    exists(d->registry_dir.path, S_IFDIR))
+			switch_mode(d, RDP_REGISTRATION_PLUGINS_REGISTRY, "plugins_registry-exists");
+		else if (d->mode == RDP_REGISTRATION_KUBELET_SOCK)
 			kubelet_appeared(d, "kubelet.sock-created");
-		else if (d->auto_mode)
-			switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "kubelet.sock-created");
 		return;
 	}
 	if (ours && (ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
@@ -738,13 +796,10 @@ static int on_rewatch(struct rdp_event_source *s, void *userdata)
 			rdp_resources_restart_all(d->res);
 			schedule_apply(d);
 		}
-		/* kubelet.sock may have been created before the watch. */
-		if (w == &d->plugin_dir && d->mode != RDP_REGISTRATION_KUBELET_SOCK) {
-			struct stat st;
-
-			if (stat(d->kubelet_sock, &st) == 0 && S_ISSOCK(st.st_mode))
-				switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "kubelet.sock-found");
-		}
+		/* kubelet.sock may have been created before the watch (auto, no registry). */
+		if (w == &d->plugin_dir && d->mode != RDP_REGISTRATION_KUBELET_SOCK &&
+		    !exists(d->registry_dir.path, S_IFDIR) && exists(d->kubelet_sock, S_IFSOCK))
+			switch_mode(d, RDP_REGISTRATION_KUBELET_SOCK, "kubelet.sock-found");
 	}
 	if (missing)
 		rdp_event_source_set_timer(s, REWATCH_USEC);
@@ -939,18 +994,12 @@ static void on_sighup(void *userdata)
 
 /* Start and stop. */
 
-static bool exists(const char *path, mode_t type)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
-}
-
 static void daemon_done(void *userdata)
 {
 	struct daemon *d = userdata;
 
 	d->metrics = rdp_metrics_server_free(d->metrics);
+	d->probes = rdp_metrics_server_free(d->probes);
 	d->fabric = rdp_fabric_targets_unref(d->fabric);
 	/* Sockets first (only ours), while the loop still exists; then the status, the lock. */
 	d->res = rdp_resources_free(d->res);
@@ -1015,13 +1064,14 @@ static int daemon_setup(struct rdp_event *e, void *userdata)
 	d->auto_mode = d->mode == RDP_REGISTRATION_AUTO;
 	if (d->auto_mode) {
 		/*
-		 * kubelet.sock present: the documented way. Else the plugin watcher, if its
-		 * directory exists, until kubelet.sock appears; else wait for kubelet.sock.
+		 * As k8s-rdma-shared-dev-plugin (detectPluginWatchMode(): os.Stat of
+		 * plugins_registry): the plugin watcher when kubelet's plugins_registry exists,
+		 * kubelet.sock otherwise. kubelet marks kubelet.sock deprecated (it writes
+		 * device-plugins/DEPRECATION), and a node where both exist registers as the Go
+		 * plugin did, so a drop-in replacement changes nothing on the node.
 		 */
-		if (exists(d->kubelet_sock, S_IFSOCK) || !exists(d->registry_dir.path, S_IFDIR))
-			d->mode = RDP_REGISTRATION_KUBELET_SOCK;
-		else
-			d->mode = RDP_REGISTRATION_PLUGINS_REGISTRY;
+		d->mode = exists(d->registry_dir.path, S_IFDIR) ? RDP_REGISTRATION_PLUGINS_REGISTRY
+								 : RDP_REGISTRATION_KUBELET_SOCK;
 	}
 	rdp_log(RDP_LOG_INFO, "starting",
 		"version=%s config=%s sysfs=%s dev=%s kubelet_root=%s registration=%s auto=%d "
@@ -1053,6 +1103,8 @@ static int daemon_setup(struct rdp_event *e, void *userdata)
 	d->event = e;
 	/* Before the lock: the probes answer while this daemon waits for it. */
 	k = metrics_start(d);
+	if (k >= 0)
+		k = probes_start(d);
 	if (k < 0)
 		return k;
 	/*
@@ -1080,8 +1132,11 @@ static int daemon_setup(struct rdp_event *e, void *userdata)
 		return k;
 	/* Without the dir (logged) the resources hand out device specs: serving goes on. */
 	if (o->use_cdi)
-		(void)rdp_resources_set_cdi(d->res, o->cdi_spec_dir ? o->cdi_spec_dir
-								    : RDP_DEFAULT_CDI_SPEC_DIR);
+		(void)rdp_resources_set_cdi(
+			d->res, o->cdi_spec_dir ? o->cdi_spec_dir : RDP_DEFAULT_CDI_SPEC_DIR,
+			o->no_memlock_hook ? NULL
+			: o->memlock_hook  ? o->memlock_hook
+					   : RDP_OCI_HOOK_DEFAULT_PATH);
 	k = rdp_resources_apply_config(d->res, d->config, NULL, NULL, NULL);
 	if (k < 0)
 		return k;

@@ -37,9 +37,23 @@ struct rdp_daemon_options {
 	 */
 	bool use_cdi;
 	const char *cdi_spec_dir;
+	/*
+	 * --memlock-hook: the host path of the rdma-dp binary the specs name as their memlock
+	 * hook (oci-hook.h; RDP_OCI_HOOK_DEFAULT_PATH when NULL); no_memlock_hook: none at all.
+	 */
+	const char *memlock_hook;
+	bool no_memlock_hook;
 	/* --metrics-address: GET /metrics, /healthz, /readyz there (metrics-server.h); NULL: off */
 	const char *metrics_address;
+	/*
+	 * --probe-address: GET /healthz and /readyz only, with connection slots of their own
+	 * (metrics-server.h rdp_metrics_server_new_probes()); NULL: off. The DaemonSet's probes
+	 * use 127.0.0.1:RDP_DEFAULT_PROBE_PORT.
+	 */
+	const char *probe_address;
 };
+
+#define RDP_DEFAULT_PROBE_PORT 9471
 
 /* The port the DaemonSet serves the metrics endpoint on (hostNetwork: one per node). */
 #define RDP_DEFAULT_METRICS_PORT 9470

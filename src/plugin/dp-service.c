@@ -13,6 +13,7 @@
 #include "deviceplugin.pb-c.h"
 #include "devnode.h"
 #include "macro.h"
+#include "memlock.h"
 #include "methods.h"
 #include "pb.h"
 #include "prefer.h"
@@ -262,6 +263,7 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struc
 			s.rdma_cm_spec = s.n_specs - 1;
 	}
 	s.mode = p->res ? p->res->mode : RDP_MODE_SHARED;
+	s.memlock = p->res ? p->res->memlock : RDP_MEMLOCK_UNLIMITED;
 	s.healthy = s.n_active > 0;
 	if (build_units(h, p, &s) < 0 || build_env(h, p, &s) < 0)
 		goto oom;
@@ -269,7 +271,10 @@ int rdp_dp_state_build(const struct rdp_host *h, const struct rdp_pool *p, struc
 		s.units = (unsigned int)s.n_unit_v;
 	} else {
 		s.units = s.n_devices > 0 ? p->res->rdma_hca_max : 0;
-		s.numa_node = s.n_devices > 0 && numa >= 0 ? numa : -1;
+		/* Like k8s-rdma-shared-dev-plugin: no TopologyInfo unless asked (config.h). */
+		s.numa_node = s.n_devices > 0 && numa >= 0 && p->res && p->res->report_topology
+				      ? numa
+				      : -1;
 	}
 	rdp_dp_state_done(ret);
 	*ret = s;
@@ -290,13 +295,15 @@ size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s)
 	return n;
 }
 
-int rdp_dp_state_cdi_render(const struct rdp_dp_state *s, const char *class, char **ret_json)
+int rdp_dp_state_cdi_render(const struct rdp_dp_state *s, const char *class,
+			    const char *hook_path, char **ret_json)
 {
 	_cleanup_free_ struct rdp_cdi_device *devs = rdp_calloc(s->n_unit_v + 1, sizeof(*devs));
 	_cleanup_free_ struct rdp_cdi_node *nodes = NULL;
 	_cleanup_free_ const char **env = NULL;
 	struct rdp_cdi_node cm = {0};
-	struct rdp_cdi_spec spec = {.class = class, .devices = devs};
+	struct rdp_cdi_spec spec = {.class = class, .devices = devs, .hook_path = hook_path,
+				    .memlock = s->memlock};
 	size_t n_nodes = 0, used = 0, n_env = s->env_const.n;
 
 	if (!devs)
@@ -390,7 +397,7 @@ static bool same_kv(const struct rdp_env *a, const struct rdp_env *b)
 bool rdp_dp_state_same_env(const struct rdp_dp_state *a, const struct rdp_dp_state *b)
 {
 	if (!same_kv(&a->env_const, &b->env_const) || !same_kv(&a->env_alloc, &b->env_alloc) ||
-	    a->n_unit_v != b->n_unit_v)
+	    a->n_unit_v != b->n_unit_v || a->memlock != b->memlock)
 		return false;
 	for (size_t i = 0; i < a->n_unit_v; i++)
 		if (!same_kv(&a->unit_v[i].env, &b->unit_v[i].env))

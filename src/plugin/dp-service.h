@@ -94,6 +94,7 @@ struct rdp_dp_state {
 	struct rdp_env env_const;
 	struct rdp_env env_alloc;
 	unsigned int env_omitted; /* computed variables left out (shared: for the whole pool) */
+	uint64_t memlock; /* the resource's "memlock" (config.h): the CDI spec's hook */
 };
 
 /*
@@ -123,7 +124,9 @@ void rdp_dp_state_done(struct rdp_dp_state *s);
  * one's constants (the rest goes in Allocate's envs). Returns 0 with *ret_json, or with
  * NULL when there is no device (no file); -EINVAL (a rule of cdi.h broken), -ENOMEM.
  */
-int rdp_dp_state_cdi_render(const struct rdp_dp_state *s, const char *class, char **ret_json);
+/* hook_path: the memlock hook's host path (oci-hook.h), NULL: no hook in the spec. */
+int rdp_dp_state_cdi_render(const struct rdp_dp_state *s, const char *class,
+			    const char *hook_path, char **ret_json);
 /* The units advertised Healthy. */
 size_t rdp_dp_state_healthy_units(const struct rdp_dp_state *s);
 /* True when both produce the same ListAndWatch snapshot (units, health, topology). */

@@ -76,6 +76,7 @@ struct rdp_resources {
 	bool enabled; /* sockets may be created (the daemon holds the node's lock) */
 	int cdi_fd; /* the CDI spec dir; -1: device specs only */
 	char *cdi_dir;
+	char *hook_path; /* the memlock hook in the specs (oci-hook.h); NULL: none */
 };
 
 static void on_call(struct rdp_grpc_call *call, const uint8_t *req, size_t len, void *userdata);
@@ -721,6 +722,7 @@ struct rdp_resources *rdp_resources_free(struct rdp_resources *s)
 	if (s->cdi_fd >= 0)
 		close(s->cdi_fd);
 	rdp_free(s->cdi_dir);
+	rdp_free(s->hook_path);
 	rdp_free(s->sock_dir);
 	rdp_free(s->kubelet_sock);
 	rdp_free(s->dev_root);
@@ -729,7 +731,7 @@ struct rdp_resources *rdp_resources_free(struct rdp_resources *s)
 	return NULL;
 }
 
-int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir)
+int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir, const char *hook_path)
 {
 	int fd = rdp_cdi_open_dir(dir, true);
 
@@ -740,8 +742,10 @@ int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir)
 		return fd;
 	}
 	rdp_free(s->cdi_dir);
+	rdp_free(s->hook_path);
 	s->cdi_dir = rdp_strdup(dir);
-	if (!s->cdi_dir) {
+	s->hook_path = hook_path ? rdp_strdup(hook_path) : NULL;
+	if (!s->cdi_dir || (hook_path && !s->hook_path)) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -828,7 +832,7 @@ static void cdi_sync(struct res *r)
 
 	if (s->cdi_fd < 0 || r->cdi == RES_CDI_OFF || r->cdi == RES_CDI_NO_CLASS)
 		return;
-	k = rdp_dp_state_cdi_render(st, r->cdi_class, &json);
+	k = rdp_dp_state_cdi_render(st, r->cdi_class, s->hook_path, &json);
 	if (k >= 0)
 		k = rdp_cdi_write_at(s->cdi_fd, r->cdi_class, json);
 	written = k;

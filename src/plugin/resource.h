@@ -72,8 +72,9 @@ struct rdp_resources *rdp_resources_free(struct rdp_resources *s);
  * rdma-dp.io-*.json are removed. Specs stay when the daemon stops (containers that restart
  * meanwhile still resolve their devices). Call before rdp_resources_apply_config(). Returns
  * 0, or the errno of opening the dir (logged; the resources then hand out device specs).
+ * hook_path: the host path of the memlock hook the specs name (oci-hook.h), NULL for none.
  */
-int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir);
+int rdp_resources_set_cdi(struct rdp_resources *s, const char *dir, const char *hook_path);
 
 /*
  * Makes the set serve config c (kept by pointer until the next call): resources kept (same

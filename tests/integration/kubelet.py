@@ -369,7 +369,11 @@ class FakeKubelet(PluginWatcher):
         self.kubelet_sock = self.plugin_dir / "kubelet.sock"
         self.checkpoint = self.plugin_dir / "kubelet_internal_checkpoint"
         self.plugin_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
-        self.registry_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
+        # kubelet-sock mode stands for a kubelet without the plugin watcher's directory:
+        # `--registration auto` (the default) takes the plugin watcher wherever
+        # plugins_registry exists, as k8s-rdma-shared-dev-plugin does.
+        if mode != "kubelet-sock":
+            self.registry_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
         if checkpoint and not self.checkpoint.exists():
             self.checkpoint.write_text('{"Data":{"PodDeviceEntries":null},"Checksum":1}\n')
         self.dial_timeout = dial_timeout

@@ -10,6 +10,9 @@ No tests here (test_podman_harness.py tests the harness itself).
     r.env     {K: V}: the container process's environment (/proc/1/environ, exactly what the
               runtime set; no shell additions)
     r.added_env   r.env without what podman sets in every container (PODMAN_ENV)
+    r.memlock     (soft, hard) RLIMIT_MEMLOCK of the container's process, from
+                  /proc/1/limits: bytes, or None for unlimited
+    run(..., user="1000:1000") runs the container's process as that user (--user)
 
 harmless_node() copies a fixture node and remakes every char node under dev/infiniband as
 `c 1:3` (the numbers of /dev/null) with the sysfs `dev` attributes that named the old numbers
@@ -63,8 +66,10 @@ RUN_FLAGS = ["--rm", "--runtime", "runc", "--network", "none",
 RUNTIME_TROUBLE = ("oci runtime", "runc", "cgroup", "namespace", "permission denied",
                    "operation not permitted", "mount", "crun", "conmon", "netns", "rlimit")
 # Inside the container: the environment of pid 1 (this shell, as the runtime started it: not
-# the last command, which ash would exec in its place), then the /dev/infiniband listing.
-SCRIPT = ("cat /proc/1/environ; echo; echo '@@DEV'; if [ -d /dev/infiniband ]; then "
+# the last command, which ash would exec in its place), its locked-memory limit, then the
+# /dev/infiniband listing.
+SCRIPT = ("cat /proc/1/environ; echo; echo '@@LIMITS'; grep '^Max locked memory' /proc/1/limits; "
+          "echo '@@DEV'; if [ -d /dev/infiniband ]; then "
           "echo '@@IB'; ls -ln /dev/infiniband; else echo '@@NOIB'; fi")
 
 # Runs "$@" (podman) in a private mount namespace prepared from RDP_* variables.
@@ -104,6 +109,7 @@ class Result:
     seconds: float
     nodes: dict = None     # name -> (type char, major, minor); majors None for non-devices
     env: dict = None
+    memlock: tuple = None  # (soft, hard) bytes, None for unlimited
 
     @property
     def added_env(self):
@@ -173,13 +179,15 @@ class Harness:
         return p
 
     def run(self, devices=(), envs=None, cdi_names=(), cdi_dir=None, dev_root=None,
-            check=True, timeout=120):
+            check=True, timeout=120, user=None):
         """podman run of the image with --device for each of devices (a host path, which is
         also the container path, or a (host, container) pair) and for each CDI name, --env
         for each of envs. dev_root: a node's dev dir that podman sees as /dev (its
         infiniband/ only); cdi_dir: the dir podman reads as /var/run/cdi. Returns a Result;
         raises PodmanError when podman fails and check is set."""
         argv = ["run", *RUN_FLAGS]
+        if user is not None:
+            argv += ["--user", str(user)]
         for d in devices:
             host, ctr = (d, d) if isinstance(d, (str, os.PathLike)) else d
             argv += ["--device", "%s:%s:rwm" % (host, ctr)]
@@ -216,7 +224,7 @@ class Harness:
         r = Result(argv=cmd, returncode=p.returncode, stdout=p.stdout, stderr=p.stderr,
                    seconds=time.monotonic() - t0)
         if p.returncode == 0:
-            r.nodes, r.env = _parse(p.stdout)
+            r.nodes, r.env, r.memlock = _parse(p.stdout)
         elif scratch is not None and "unshare failed" in p.stderr:
             pytest.skip("cannot make a private mount namespace here: %s" % p.stderr.strip())
         if check and p.returncode != 0:
@@ -225,11 +233,20 @@ class Harness:
         return r
 
 
+def _limit(s):
+    return None if s == "unlimited" else int(s)
+
+
 def _parse(out):
-    """(nodes, env) from SCRIPT's output."""
-    env_blob, sep, head = out.partition("\n@@DEV\n")
+    """(nodes, env, memlock) from SCRIPT's output."""
+    env_blob, sep, rest = out.partition("\n@@LIMITS\n")
+    if not sep:
+        raise PodmanError("no @@LIMITS marker in the container's output: %r" % out[-1000:])
+    limits, sep, head = rest.partition("@@DEV\n")
     if not sep:
         raise PodmanError("no @@DEV marker in the container's output: %r" % out[-1000:])
+    f = limits.split()  # Max locked memory SOFT HARD bytes
+    memlock = (_limit(f[3]), _limit(f[4])) if len(f) >= 5 else None
     nodes = {}
     lines = head.splitlines()
     if lines and lines[0] == "@@IB":
@@ -249,7 +266,7 @@ def _parse(out):
         if entry:
             k, _, v = entry.partition("=")
             env[k] = v
-    return nodes, env
+    return nodes, env, memlock
 
 
 _HARNESS = None
@@ -264,10 +281,10 @@ def harness():
 
 
 def run(devices=(), envs=None, cdi_names=(), cdi_dir=None, dev_root=None, check=True,
-        timeout=120):
+        timeout=120, user=None):
     """Harness.run() on the session's harness (see there)."""
     return harness().run(devices=devices, envs=envs, cdi_names=cdi_names, cdi_dir=cdi_dir,
-                         dev_root=dev_root, check=check, timeout=timeout)
+                         dev_root=dev_root, check=check, timeout=timeout, user=user)
 
 
 def harmless_node(fixtures_dir, node, dest):

@@ -55,8 +55,11 @@ class Env(K.TestEnv):
         super().__init__(binary, fixtures, prefix="rdpc")
         self.cdi = self.dir / "cdi"
 
-    def daemon(self, node_dir, cdi=True, resources=CONFIG, cdi_dir=None):
-        extra = ["--use-cdi", "--cdi-spec-dir", str(cdi_dir or self.cdi)] if cdi else []
+    def daemon(self, node_dir, cdi=True, resources=CONFIG, cdi_dir=None, hook="none"):
+        # No memlock hook unless asked: the default (unlimited, /opt/rdma-dp/bin/rdma-dp) needs
+        # an installed binary and CAP_SYS_RESOURCE; test_memlock.py tests the hook.
+        extra = ["--use-cdi", "--cdi-spec-dir", str(cdi_dir or self.cdi),
+                 "--memlock-hook", str(hook)] if cdi else []
         return super().daemon(self.config(resources), node_dir, extra=extra)
 
     def spec(self, cls):

@@ -9,7 +9,8 @@ the daemon's own discovery):
   - every resource of the current valid config is registered with the fake kubelet, on its
     socket, with a live ListAndWatch stream; resources no longer configured have no live stream;
   - its latest snapshot has rdmaHcaMax units (0 when no device matches), healthy iff a device
-    of the pool has an ACTIVE port, with the pool's NUMA node when all its devices share one;
+    of the pool has an ACTIVE port, with the pool's NUMA node when all its devices share one
+    and the resource sets "reportTopology" (none otherwise, as the Go plugin);
   - Allocate hands out exactly the pool devices' uverbs/umad/issm nodes plus rdma_cm, and an
     unknown unit ID is INVALID_ARGUMENT;
   - the daemon never exits; its open descriptors stay below 2x + 16 the count after warm-up,
@@ -122,7 +123,8 @@ def expected(node, config):
         units = r["rdmaHcaMax"]
         healthy = units if any(devs[n]["active"] for n in pool) else 0
         numas = {devs[n]["numa"] for n in pool}
-        topo = [(numas.pop(),)] if len(numas) == 1 and min(numas) >= 0 else [None]
+        topo = [(numas.pop(),)] if len(numas) == 1 and min(numas) >= 0 and \
+            r.get("reportTopology") else [None]
         paths = char_devices(node, set(pool))
         if os.path.exists(node / "dev" / "infiniband" / "rdma_cm"):
             paths.add(RDMA_CM)
@@ -329,6 +331,8 @@ class Chaos:
             sel = TEMPLATES[t]
             r = {"resourceName": "chaos_" + t,
                  "rdmaHcaMax": max(UNITS) if full else rng.choice(UNITS)}
+            if full or rng.random() < 0.5:
+                r["reportTopology"] = True
             if sel is None:
                 pcis = sorted({d["pci"] for d in self.all_devs.values()})
                 sel = {"rootDevices": rng.sample(pcis, rng.randint(1, 3))}

@@ -428,3 +428,28 @@ def test_drivers_selects_soft_devices_by_their_rdma_driver(run, fixtures_dir, tm
     p = run("check-config", "--config-file", cfg(["rdma_rxe"]), "--sysfs-root", node / "sys",
             "--dev-root", fixtures_dir / "rxe" / "dev")
     assert "+ roce0: drivers: rdma_rxe in [rdma_rxe]" in p.stdout, p.stdout
+
+
+def test_report_topology_explains_each_policy(run, fixtures_dir, tmp_path):
+    """Issue 22: a shared pool reports no TopologyInfo unless "reportTopology" asks for it, and
+    check-config then says what that does under each Topology Manager policy."""
+    cfg = tmp_path / "topo.json"
+    cfg.write_text(json.dumps({"configList": [
+        {"resourceName": "n0", "rdmaHcaMax": 3, "reportTopology": True,
+         "selectors": {"vendors": ["15b3"], "numaNodes": [0]}},
+        {"resourceName": "all", "rdmaHcaMax": 3, "reportTopology": True,
+         "selectors": {"vendors": ["15b3"]}},
+        {"resourceName": "plain", "rdmaHcaMax": 3,
+         "selectors": {"vendors": ["15b3"], "numaNodes": [1]}}]}))
+    p = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "dgx-h100"))
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "topology (reportTopology): every unit reports NUMA node 0 to kubelet" in out
+    for policy in ("none: ignored", "best-effort:", "restricted: a pod whose CPUs or other "
+                   "devices cannot share node 0", "single-numa-node:"):
+        assert policy in out, policy
+    assert "none reported: the pool's devices are on several NUMA nodes" in out
+    assert out.count("topology (reportTopology)") == 2  # not for "plain"
+    p = run("check-config", "--config-file", cfg, *node_args(fixtures_dir, "dgx-h100"), "-o",
+            "json")
+    assert p.returncode == 0, p.stderr

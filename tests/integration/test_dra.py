@@ -360,7 +360,9 @@ def test_podman_runs_the_claim(env, fixtures_dir, tmp_path):
     spec."""
     import podman_run as P
     node = P.harmless_node(fixtures_dir, "dgx-h100", tmp_path / "dgx")
-    d = start(env, node)
+    # No memlock hook here (test_memlock.py tests it): the default needs the binary installed
+    # at /opt/rdma-dp/bin and CAP_SYS_RESOURCE.
+    d = start(env, node, extra=("--memlock-hook", "none"))
     c = env.claim("podman", [("nic", NODE, MLX5_0), ("nic", NODE, "pci-0000-4f-00-0")])
     uid = c["metadata"]["uid"]
     resp = env.kubelet.prepare([c])

@@ -259,9 +259,10 @@ def test_container_registers_and_serves_allocate(podman, fixtures_dir, node_env)
             assert all(d.container_path == d.host_path and d.permissions == "rwm"
                        for d in cr.devices)
 
-        # The probes, exactly as the DaemonSet defines them: httpGet of the port named
-        # "metrics", here from inside the container's network namespace (it runs with
-        # --network none; kubelet reaches a hostNetwork pod on the node's address).
+        # The probes, exactly as the DaemonSet defines them: httpGet of 127.0.0.1:9471 (the
+        # probe listener; a named port would be the container's), here from inside the
+        # container's network namespace (it runs with --network none; kubelet's prober runs in
+        # the node's network namespace, which a hostNetwork pod shares).
         dsc = _daemonset()["containers"][0]
         ports = {p["name"]: p["containerPort"] for p in dsc["ports"]}
         pid = podman("inspect", name, "--format", "{{.State.Pid}}").stdout.strip()
@@ -270,7 +271,8 @@ def test_container_registers_and_serves_allocate(podman, fixtures_dir, node_env)
                  "print(r.status, r.read().decode().strip())")
         for probe in ("livenessProbe", "readinessProbe"):
             hg = dsc[probe]["httpGet"]
-            url = "http://127.0.0.1:%d%s" % (ports[hg["port"]], hg["path"])
+            port = hg["port"] if isinstance(hg["port"], int) else ports[hg["port"]]
+            url = "http://%s:%d%s" % (hg.get("host", "127.0.0.1"), port, hg["path"])
             deadline = time.monotonic() + 15
             while True:  # readiness follows the registration by a moment
                 p = subprocess.run(["nsenter", "-t", pid, "-n", sys.executable, "-c", fetch,

@@ -87,7 +87,9 @@ def test_rendered_daemonset(rendered, k):
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in \
         spec["tolerations"]
     assert isinstance(spec["nodeSelector"], dict)  # there for users to set
-    assert len(spec["containers"]) == 1 and not spec.get("initContainers")
+    assert len(spec["containers"]) == 1
+    # only CDI mode has an init container: it installs the memlock hook the specs name
+    assert not spec.get("initContainers") or k == "overlays/cdi"
     c = spec["containers"][0]
     assert c["image"].startswith("localhost/rdma-dp:")
 
@@ -123,11 +125,16 @@ def test_rendered_daemonset(rendered, k):
     assert spec["hostNetwork"] is True  # containerPort is the node's port
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert "exec" not in c[probe], (probe, c[probe])
-        assert c[probe]["httpGet"] == {"path": path, "port": "metrics"}, c[probe]
+        # the probe listener on loopback (issue 22): slots no neighbour can take
+        assert c[probe]["httpGet"] == {"host": "127.0.0.1", "path": path, "port": 9471}, \
+            c[probe]
+    assert _flag(args, "--probe-address") == "127.0.0.1:9471"
+    for probe in ("livenessProbe", "readinessProbe"):
         assert c[probe]["timeoutSeconds"] >= 2
     assert c["livenessProbe"]["failureThreshold"] >= 2  # rides over a kubelet restart
 
-    vols = {v["name"]: v for v in spec["volumes"]}
+    # the init container's hook directory (overlays/cdi) is mounted there only
+    vols = {v["name"]: v for v in spec["volumes"] if v["name"] != "hook-bin"}
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     assert set(vols) == set(mounts)
     hostpaths = {v["hostPath"]["path"]: n for n, v in vols.items() if "hostPath" in v}
@@ -319,8 +326,19 @@ def test_cdi_overlay_is_base_plus_cdi(rendered):
     mount = [m for m in c["volumeMounts"] if m["name"] == vol[0]["name"]]
     assert len(mount) == 1
     assert mount[0] == {"name": vol[0]["name"], "mountPath": CDI_DIR}  # read-write, private
-    assert _without(ds, arg="--use-cdi", volume=vol[0]["name"]) == \
-        _one(base, "DaemonSet", "rdma-dp")
+    # the memlock hook: an init container installs the image's binary where the specs name it
+    init = ds["spec"]["template"]["spec"]["initContainers"]
+    assert len(init) == 1 and init[0]["args"] == ["install-hook", "--to=/host-hook/rdma-dp"]
+    assert init[0]["image"] == c["image"]
+    assert init[0]["securityContext"] == c["securityContext"]
+    hook = [v for v in ds["spec"]["template"]["spec"]["volumes"] if v["name"] == "hook-bin"]
+    assert hook == [{"name": "hook-bin",
+                     "hostPath": {"path": "/opt/rdma-dp/bin", "type": "DirectoryOrCreate"}}]
+    assert init[0]["volumeMounts"] == [{"name": "hook-bin", "mountPath": "/host-hook"}]
+    assert _flag(c["args"], "--memlock-hook") is None  # the default: /opt/rdma-dp/bin/rdma-dp
+    del ds["spec"]["template"]["spec"]["initContainers"]
+    assert _without(_without(ds, arg="--use-cdi", volume=vol[0]["name"]),
+                    volume="hook-bin") == _one(base, "DaemonSet", "rdma-dp")
     assert len(cdi) == len(base)
 
 
@@ -730,10 +748,17 @@ def test_dra_kustomization(dra_rendered):
     assert not sc["privileged"] and not sc["allowPrivilegeEscalation"]
     vols = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
     assert set(vols.values()) == {"/var/lib/kubelet/plugins_registry",
-                                  "/var/lib/kubelet/plugins", "/var/run/cdi", "/dev"}
+                                  "/var/lib/kubelet/plugins", "/var/run/cdi", "/dev",
+                                  "/opt/rdma-dp/bin"}
+    # the memlock hook: installed by the init container where the specs name it
+    init = spec["initContainers"]
+    assert len(init) == 1 and init[0]["args"] == ["install-hook", "--to=/host-hook/rdma-dp"]
+    assert init[0]["volumeMounts"] == [{"name": "hook-bin", "mountPath": "/host-hook"}]
+    assert vols["hook-bin"] == "/opt/rdma-dp/bin"
+    assert _flag(c["args"], "--memlock") == "unlimited"
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     for name, path in vols.items():  # kubelet dials the endpoint the driver names
-        if path != "/dev":
+        if path not in ("/dev", "/opt/rdma-dp/bin"):
             assert mounts[name]["mountPath"] == path and not mounts[name].get("readOnly")
     assert mounts["host-dev"]["readOnly"] is True and _flag(c["args"], "--dev-root") == \
         mounts["host-dev"]["mountPath"]

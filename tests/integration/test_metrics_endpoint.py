@@ -409,3 +409,103 @@ def test_scrape_flood_does_not_fail_probes(env):
     assert status != 429 or int(headers["Retry-After"]) >= 1
     assert get(d.address, "/healthz")[0] == 200
     assert get(d.address, "/readyz")[0] in (200, 503)  # registration may still be under way
+
+
+def test_probe_listener_has_slots_of_its_own(env):
+    """Issue 22: 40 connections that send `GET /metrics HTTP/1.1\\r\\n` and nothing more fill the
+    metrics port's 16 slots; --probe-address (the DaemonSet's 127.0.0.1:9471, where kubelet's
+    probes go) keeps answering /healthz and /readyz 200 meanwhile, and serves nothing else."""
+    d = env.metrics_daemon(extra=("--probe-address", "127.0.0.1:0"))
+    line = d.wait_log("event=probes-serving", timeout=30)
+    probes = re.search(r"address=(\S+)", line).group(1)
+    assert 'paths="/healthz /readyz"' in line
+    env.kubelet.wait_registered(COMPUTE)
+    host, port = d.address.rsplit(":", 1)
+    slow = []
+    try:
+        for _ in range(40):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\n")
+            slow.append(s)
+        time.sleep(0.5)
+        for _ in range(20):
+            assert get(probes, "/healthz", timeout=5)[0] == 200
+            assert get(probes, "/readyz", timeout=5)[0] == 200
+        assert get(probes, "/metrics")[0] == 404
+    finally:
+        for s in slow:
+            s.close()
+    assert get(d.address, "/metrics")[0] == 200
+    stopped_clean(d)
+
+
+def _slow_client(host, port, src):
+    """A connection from src that sends half a request line and nothing more."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((src, 0))
+    s.connect((host, port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\n")
+    return s
+
+
+def test_300_slow_clients_do_not_starve_scrapes_or_probes(env):
+    """Issue 22: 300 connections that send `GET /metrics HTTP/1.1\\r\\n` and nothing more, from
+    75 client addresses (127.0.0.2-76, 4 each, within the per-client share of 8), on the metrics port. A
+    scrape still succeeds (it takes the slot of the connection that waited longest without a
+    request) and every probe answers 200, on the probe port and on the metrics port."""
+    d = env.metrics_daemon(extra=("--probe-address", "127.0.0.1:0"))
+    probes = re.search(r"address=(\S+)",
+                       d.wait_log("event=probes-serving", timeout=30)).group(1)
+    env.kubelet.wait_registered(COMPUTE)
+    host, port = d.address.rsplit(":", 1)
+    slow = []
+    try:
+        for i in range(300):
+            slow.append(_slow_client(host, int(port), "127.0.0.%d" % (2 + i // 4)))
+        t0 = time.monotonic()
+        for _ in range(10):
+            assert get(probes, "/healthz", timeout=5)[0] == 200
+            assert get(probes, "/readyz", timeout=5)[0] == 200
+            assert get(d.address, "/healthz", timeout=5)[0] == 200
+        status, _, body = get(d.address, "/metrics", timeout=10)
+        assert status == 200 and "rdma_dp_" in body
+        took = time.monotonic() - t0
+    finally:
+        for s in slow:
+            s.close()
+    assert took < 10, took
+    stopped_clean(d)
+
+
+def test_reconnecting_client_for_a_minute(env):
+    """Issue 22: a client that holds half-sent requests and reconnects every second (as the
+    one reported: it kept /healthz at 503) for a minute (RDP_RECONNECT_SECONDS shortens it):
+    every second a probe on each port and a scrape answer 200."""
+    seconds = int(os.environ.get("RDP_RECONNECT_SECONDS", "60"))
+    d = env.metrics_daemon(extra=("--probe-address", "127.0.0.1:0"))
+    probes = re.search(r"address=(\S+)",
+                       d.wait_log("event=probes-serving", timeout=30)).group(1)
+    env.kubelet.wait_registered(COMPUTE)
+    host, port = d.address.rsplit(":", 1)
+    held = []
+    codes = []
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            t = time.monotonic()
+            for s in held:
+                s.close()
+            # 40 at once, as in the report, from 10 addresses
+            held = [_slow_client(host, int(port), "127.0.0.%d" % (2 + i % 10))
+                    for i in range(40)]
+            codes.append((get(probes, "/healthz", timeout=5)[0],
+                          get(d.address, "/healthz", timeout=5)[0],
+                          get(d.address, "/metrics", timeout=10)[0]))
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+    finally:
+        for s in held:
+            s.close()
+    assert len(codes) >= seconds // 2, codes
+    assert all(c == (200, 200, 200) for c in codes), codes
+    stopped_clean(d)

@@ -374,7 +374,10 @@ def node(fixtures_dir):
     # and the host's /dev has null, which runc needs (the fixture's has infiniband/ only)
     os.mknod(env["node"] / "dev" / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
     os.chmod(env["node"] / "dev" / "null", 0o666)
-    env["kubelet"] = K.FakeKubelet(env["kroot"]).start()
+    # network-operator mounts plugins_registry: like the Go plugin, rdma-dp then registers
+    # through the plugin watcher (issue 22), which this stand-in kubelet serves
+    env["kubelet"] = K.FakeKubelet(env["kroot"], mode="plugins-registry").start()
+    (env["kroot"] / "device-plugins").mkdir(parents=True, exist_ok=True)
     yield env
     env["kubelet"].stop()
     shutil.rmtree(tmp, ignore_errors=True)
@@ -404,7 +407,8 @@ def test_daemonset_registers_and_serves_allocate(podman, node, use_cdi):
             reg = kl.wait_registered(resource, units=63, healthy=63, timeout=30)
         except TimeoutError as e:
             raise AssertionError("%s\ncontainer log:\n%s" % (e, podman.logs(name)))
-        assert reg.endpoint == str(node["kroot"] / "device-plugins" / "rdma_shared_device_a.sock")
+        assert reg.endpoint == str(node["kroot"] / "plugins_registry" /
+                                   "rdma_shared_device_a.sock")
         (cr,) = reg.client.allocate(["3"]).container_responses
         specs = sorted(os.listdir(node["cdi"]))
         if use_cdi:

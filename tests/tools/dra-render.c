@@ -69,7 +69,7 @@ static int cmd_spec(int argc, char **argv, struct rdp_dra_inventory *inv, const 
 			goto out;
 		}
 	}
-	r = rdp_cdi_claim_spec_render(inv, uid, res, n, prefix, &json, NULL);
+	r = rdp_cdi_claim_spec_render(inv, uid, res, n, prefix, NULL, 0, &json, NULL);
 	if (r < 0) {
 		fprintf(stderr, "render: %s\n", strerror(-r));
 		goto out;

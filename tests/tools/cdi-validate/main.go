@@ -15,7 +15,7 @@
 //	{"specs":[{"path","ok","kind","devices"|"error"}],
 //	 "registry":{"devices":[...],"errors":{"path":["..."]}},
 //	 "inject":{"unresolved":[...],"error":"...","devices":[OCI linux.devices],
-//	           "cgroupDevices":[...],"env":[process.env]}}
+//	           "cgroupDevices":[...],"env":[process.env],"hooks":{OCI hooks}}}
 //
 // Exit status 0 when every spec loaded, the registry had no error and the injection worked;
 // 1 otherwise; 2 for a usage error. A panic inside the library is caught and reported as
@@ -54,6 +54,7 @@ type injectResult struct {
 	Devices       []oci.LinuxDevice       `json:"devices"`
 	CgroupDevices []oci.LinuxDeviceCgroup `json:"cgroupDevices"`
 	Env           []string                `json:"env"`
+	Hooks         *oci.Hooks              `json:"hooks,omitempty"`
 }
 
 type result struct {
@@ -139,6 +140,7 @@ func main() {
 				ir.CgroupDevices = spec.Linux.Resources.Devices
 			}
 			ir.Env = spec.Process.Env
+			ir.Hooks = spec.Hooks
 			out.Inject = ir
 		}()
 	}

@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "config-pos.h"
 #include "config.h"
+#include "memlock.h"
 #include "test.h"
 
 static int parse(const char *text, struct rdp_config **ret, struct rdp_diags *d)
@@ -80,7 +81,7 @@ static const struct {
 	{ RES("\"devices\": []"), "configList[0].devices: empty list" },
 	{ RES("\"vendors\": [\"15b3\"], \"selectors\": {\"ifNames\": [\"ib0\"]}"), "configList[0]: unknown key \"vendors\" here: selector keys go inside \"selectors\"" },
 	{ RES("\"resourcename\": \"b\", \"selectors\": {\"ifNames\": [\"ib0\"]}"), "configList[0]: unknown key \"resourcename\" (did you mean \"resourceName\"?)" },
-	{ RES("\"foo\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}"), "unknown key \"foo\" (known keys: resourceName, resourcePrefix, rdmaHcaMax, mode, selectors, devices, env, envFromDevices)" },
+	{ RES("\"foo\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}"), "unknown key \"foo\" (known keys: resourceName, resourcePrefix, rdmaHcaMax, mode, selectors, devices, env, envFromDevices, memlock, reportTopology)" },
 	{ "{\"configList\": [{\"resourceName\": \"a-b\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "configList[0].resourceName: \"a-b\": a resource name may contain only letters, digits and '_'" },
 	{ "{\"configList\": [{\"resourceName\": \"_a\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "must start and end with a letter or digit" },
 	{ "{\"configList\": [{\"resourceName\": \"\", \"rdmaHcaMax\": 1, \"selectors\": {\"ifNames\": [\"ib0\"]}}]}", "empty resource name" },
@@ -154,6 +155,25 @@ static const struct {
 	  "did you mean \"exclusive\"?" },
 	{ "{\"configList\": [{\"resourceName\": \"a\", \"mode\": \"shared\", \"selectors\": {\"vendors\": [\"15b3\"]}}]}",
 	  "missing \"rdmaHcaMax\"" },
+	/* memlock and reportTopology */
+	{ RES("\"memlock\": \"Unlimited\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "configList[0].memlock: \"Unlimited\" is not a memlock limit: expected \"unlimited\" (the default), a size in bytes or with Ki, Mi, Gi or Ti (\"64Gi\"), or 0 to leave the container's limit alone; did you mean \"unlimited\"?" },
+	{ RES("\"memlock\": \"1GB\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "(binary units only, no fraction: \"512Mi\", \"1Gi\")" },
+	{ RES("\"memlock\": -1, \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "configList[0].memlock: must not be negative" },
+	{ RES("\"memlock\": true, \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "configList[0].memlock: must be a string or an integer, not true" },
+	{ RES("\"memlock\": \"99999999999Ti\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "is too large" },
+	{ RES("\"memlok\": \"1Gi\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "unknown key \"memlok\" (did you mean \"memlock\"?)" },
+	{ RES("\"ulimit\": \"1Gi\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "unknown key \"ulimit\": the locked-memory limit of the containers goes in \"memlock\"" },
+	{ RES("\"reportTopology\": \"yes\", \"selectors\": {\"vendors\": [\"15b3\"]}"),
+	  "configList[0].reportTopology: must be true or false, not a string" },
+	{ "{\"configList\": [{\"resourceName\": \"a\", \"mode\": \"exclusive\", \"reportTopology\": true, \"selectors\": {\"vendors\": [\"15b3\"]}}]}",
+	  "reportTopology: has no meaning for an exclusive resource" },
 };
 
 static void test_errors(void)
@@ -290,6 +310,38 @@ static void test_mode(void)
 	EXPECT_EQ(c->resources[1].rdma_hca_max, 3);
 	EXPECT_STREQ(rdp_resource_mode_name(RDP_MODE_EXCLUSIVE), "exclusive");
 	EXPECT_STREQ(rdp_resource_mode_name(RDP_MODE_SHARED), "shared");
+	rdp_config_free(c);
+	rdp_diags_done(&d);
+}
+
+static void test_memlock_topology(void)
+{
+	const char *text =
+		"{\"configList\": [{\"resourceName\": \"a\", \"rdmaHcaMax\": 3,\n"
+		"  \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+		" {\"resourceName\": \"b\", \"rdmaHcaMax\": 3, \"memlock\": \"64Gi\",\n"
+		"  \"reportTopology\": true, \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+		" {\"resourceName\": \"c\", \"rdmaHcaMax\": 3, \"memlock\": 0,\n"
+		"  \"reportTopology\": false, \"selectors\": {\"vendors\": [\"15b3\"]}},\n"
+		" {\"resourceName\": \"d\", \"mode\": \"exclusive\", \"memlock\": 1048576,\n"
+		"  \"selectors\": {\"vendors\": [\"15b3\"]}}]}";
+	struct rdp_diags d = {};
+	struct rdp_config *c = NULL;
+
+	EXPECT_EQ(parse(text, &c, &d), 0);
+	EXPECT_EQ(d.n_errors, 0);
+	EXPECT_CONTAINS(joined(&d), "configList[1].memlock: k8s-rdma-shared-dev-plugin does not "
+				    "know \"memlock\"");
+	if (!c)
+		return;
+	/* default: unlimited, no topology for a shared pool */
+	EXPECT_TRUE(c->resources[0].memlock == RDP_MEMLOCK_UNLIMITED);
+	EXPECT_TRUE(!c->resources[0].report_topology);
+	EXPECT_TRUE(c->resources[1].memlock == 64ULL << 30);
+	EXPECT_TRUE(c->resources[1].report_topology);
+	EXPECT_TRUE(c->resources[2].memlock == RDP_MEMLOCK_LEAVE);
+	EXPECT_TRUE(!c->resources[2].report_topology);
+	EXPECT_TRUE(c->resources[3].memlock == 1048576);
 	rdp_config_free(c);
 	rdp_diags_done(&d);
 }
@@ -751,6 +803,7 @@ int main(void)
 	test_valid();
 	test_values();
 	test_mode();
+	test_memlock_topology();
 	test_env_errors();
 	test_env_values();
 	test_env_warnings();

@@ -56,7 +56,7 @@ static void test_dgx(const char *fixtures)
 	if (!h)
 		return;
 	EXPECT_EQ(rdp_dra_inventory_build(h, &inv), 0);
-	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, NULL, &json, &omitted), 0);
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, NULL, NULL, 0, &json, &omitted), 0);
 	EXPECT_EQ(omitted, 0);
 	j = json_loads(json ? json : "", 0, NULL);
 	EXPECT_STREQ(json_string_value(json_object_get(j, "kind")), "rdma-dp.io/claim");
@@ -90,22 +90,41 @@ static void test_dgx(const char *fixtures)
 
 	/* refused: an unknown device, a bad UID, too many results; none: NULL */
 	res[1].device = bad;
-	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, NULL, &json, NULL), -EINVAL);
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, NULL, NULL, 0, &json, NULL), -EINVAL);
 	res[1].device = d1;
-	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, "a_b", res, 3, NULL, &json, NULL), -EINVAL);
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, "a_b", res, 3, NULL, NULL, 0, &json, NULL), -EINVAL);
 	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, RDP_DRA_CLAIM_MAX_RESULTS + 1, NULL,
-					    &json, NULL), -EINVAL);
-	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 0, NULL, &json, NULL), 0);
+					    NULL, 0, &json, NULL), -EINVAL);
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 0, NULL, NULL, 0, &json, NULL), 0);
 	EXPECT_TRUE(json == NULL);
 	/* with a host prefix */
-	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 1, "/fx", &json, NULL), 0);
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 1, "/fx", NULL, 0, &json, NULL), 0);
 	EXPECT_CONTAINS(json, "\"hostPath\": \"/fx/dev/infiniband/uverbs0\"");
 	EXPECT_CONTAINS(json, "\"hostPath\": \"/fx/dev/infiniband/rdma_cm\"");
+	EXPECT_TRUE(json && !strstr(json, "\"hooks\""));
+	rdp_free(json);
+	json = NULL;
+	/* the memlock hook: createRuntime, the binary's path, the ABI and the value */
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 1, "/fx", "/opt/rdma-dp/bin/rdma-dp",
+					    64ULL << 30, &json, NULL), 0);
+	EXPECT_CONTAINS(json, "\"hookName\": \"createRuntime\"");
+	EXPECT_CONTAINS(json, "\"path\": \"/opt/rdma-dp/bin/rdma-dp\"");
+	EXPECT_CONTAINS(json, "\"68719476736\"");
+	rdp_free(json);
+	json = NULL;
+	/* 0 leaves the limit alone: no hook; a relative hook path is refused */
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 1, "/fx", "/opt/rdma-dp/bin/rdma-dp", 0,
+					    &json, NULL), 0);
+	EXPECT_TRUE(json && !strstr(json, "\"hooks\""));
+	rdp_free(json);
+	json = NULL;
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 1, "/fx", "rdma-dp", 1, &json, NULL),
+		  -EINVAL);
 	rdp_free(json);
 
 	/* failmalloc */
 	rdp_alloc_fail_at(0);
-	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, "/fx", &json, NULL), 0);
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, "/fx", NULL, 0, &json, NULL), 0);
 	rdp_free(json);
 	unsigned long total = rdp_alloc_count();
 	for (unsigned long k = 1; k <= total + 1; k++) {
@@ -113,7 +132,7 @@ static void test_dgx(const char *fixtures)
 
 		json = NULL;
 		rdp_alloc_fail_at(k);
-		r = rdp_cdi_claim_spec_render(&inv, UID, res, 3, "/fx", &json, NULL);
+		r = rdp_cdi_claim_spec_render(&inv, UID, res, 3, "/fx", NULL, 0, &json, NULL);
 		rdp_alloc_fail_at(0);
 		EXPECT_TRUE(r == 0 || r == -ENOMEM);
 		EXPECT_TRUE(r == 0 ? json != NULL : json == NULL);

@@ -578,23 +578,36 @@ static void test_sockets(void)
 	EXPECT_TRUE(strstr(buf, "200 OK") < strstr(buf, "404 Not Found"));
 	EXPECT_EQ(rdp_http_server_connections(s), 1);
 
-	/* the cap: 3 open; a 4th is answered 503 at once, the first still works */
+	/*
+	 * the cap: 3 open; a 4th takes the slot of the connection that has waited longest
+	 * without a complete request (fd, idle since its last answer, before the two others
+	 * connected), which is closed; the new one is served (issue 22: it used to get 503, so
+	 * clients that send nothing kept scrapes and probes out)
+	 */
+	run_for(e, 5);
 	fds[0] = client_connect(addr);
 	fds[1] = client_connect(addr);
 	run_for(e, 30);
 	EXPECT_EQ(rdp_http_server_connections(s), 3);
 	fd2 = client_connect(addr);
 	client_send(fd2, "GET /metrics HTTP/1.1\r\n\r\n");
-	n = client_read(e, fd2, buf, sizeof(buf), 0, 1000, &eof);
-	EXPECT_TRUE(eof);
-	EXPECT_TRUE(strstr(buf, "HTTP/1.1 503 Service Unavailable\r\n") == buf);
-	EXPECT_EQ(rdp_http_server_stats(s)->rejected_full, 1);
+	n = client_read(e, fd2, buf, sizeof(buf), 1, 1000, &eof);
+	EXPECT_TRUE(strstr(buf, "HTTP/1.1 200 OK\r\n") == buf);
+	EXPECT_EQ(rdp_http_server_stats(s)->rejected_full, 0);
+	EXPECT_EQ(rdp_http_server_stats(s)->evicted, 1);
+	n = client_read(e, fd, buf, sizeof(buf), 0, 1000, &eof);
+	EXPECT_TRUE(eof && n == 0); /* fd was the one given up */
+	close(fd);
 	close(fd2);
+	close(fds[0]);
+	close(fds[1]);
+	run_for(e, 30);
+	EXPECT_EQ(rdp_http_server_connections(s), 0);
+	/* a keep-alive connection again, for the idle test below */
+	fd = client_connect(addr);
 	client_send(fd, "GET /metrics HTTP/1.1\r\n\r\n");
 	n = client_read(e, fd, buf, sizeof(buf), 1, 2000, &eof);
 	EXPECT_TRUE(strstr(buf, "HTTP/1.1 200 OK\r\n") == buf);
-	close(fds[0]);
-	close(fds[1]);
 
 	/*
 	 * slowloris: one header byte every 50 ms, timeout 300 ms; a good client is served
@@ -702,6 +715,82 @@ static void test_sockets(void)
 	rdp_event_free(e);
 }
 
+/* A connection to addr from source address src (IPv4), or -1. */
+static int client_connect_from(const char *addr, const char *src)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	if (rdp_http_parse_address(addr, &ss, &len, NULL, 0) < 0 ||
+	    inet_pton(AF_INET, src, &sin.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    connect(fd, (struct sockaddr *)&ss, len) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Issue 22: a client gets max_per_client slots; its next connection takes the place of its
+ * own that waited longest without a request; other clients keep theirs.
+ */
+static void test_per_client(void)
+{
+	struct rdp_event *e = NULL;
+	struct rdp_http_server *s = NULL;
+	struct rdp_http_limits l;
+	struct ctx t = { 0 };
+	char addr[64], buf[4096];
+	int a, b, c, other;
+	bool eof;
+	size_t n;
+
+	EXPECT_EQ(rdp_event_new(&e), 0);
+	rdp_http_limits_default(&l);
+	l.max_connections = 10;
+	l.max_per_client = 2;
+	EXPECT_EQ(rdp_http_server_new(e, "127.0.0.1:0", &l, handler, &t, &s), 0);
+	if (!s) {
+		rdp_event_free(e);
+		return;
+	}
+	EXPECT_EQ(rdp_http_server_add_path(s, "/metrics"), 0);
+	EXPECT_EQ(rdp_http_server_local_address(s, addr, sizeof(addr)), 0);
+	other = client_connect_from(addr, "127.0.0.2");
+	run_for(e, 20);
+	a = client_connect(addr);
+	run_for(e, 20);
+	b = client_connect(addr);
+	run_for(e, 20);
+	EXPECT_EQ(rdp_http_server_connections(s), 3);
+	c = client_connect(addr);
+	client_send(c, "GET /metrics HTTP/1.1\r\n\r\n");
+	n = client_read(e, c, buf, sizeof(buf), 1, 2000, &eof);
+	EXPECT_TRUE(n > 0 && strstr(buf, "HTTP/1.1 200 OK\r\n") == buf);
+	EXPECT_EQ(rdp_http_server_stats(s)->evicted, 1);
+	n = client_read(e, a, buf, sizeof(buf), 0, 500, &eof);
+	EXPECT_TRUE(eof && n == 0); /* a, 127.0.0.1's oldest, was given up */
+	n = client_read(e, other, buf, sizeof(buf), 0, 50, &eof);
+	EXPECT_TRUE(!eof); /* 127.0.0.2's (older) stays */
+	client_send(other, "GET /metrics HTTP/1.1\r\n\r\n");
+	n = client_read(e, other, buf, sizeof(buf), 1, 2000, &eof);
+	EXPECT_TRUE(n > 0 && strstr(buf, "HTTP/1.1 200 OK\r\n") == buf);
+	EXPECT_EQ(rdp_http_server_stats(s)->rejected_full, 0);
+	close(a);
+	close(b);
+	close(c);
+	close(other);
+	s = rdp_http_server_free(s);
+	rdp_event_free(e);
+}
+
 /* A listener on the IPv6 wildcard (or IPv4's where the host has no IPv6). */
 static void test_any_address(void)
 {
@@ -777,6 +866,7 @@ int main(void)
 	test_addresses();
 	test_memory();
 	test_sockets();
+	test_per_client();
 	test_any_address();
 	test_alloc_failures();
 	return test_summary("test-http-server");

@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "macro.h"
+#include "memlock.h"
 #include "config.h"
 #include "deviceplugin.pb-c.h"
 #include "dp-service.h"
@@ -71,14 +72,47 @@ static struct rdp_host *make_host(void)
 	return h;
 }
 
+/* "reportTopology": true, so that the NUMA node of the pool shows (test_no_topology: not). */
 static struct rdp_resource res4 = {.name = (char *)"a",
 				   .prefix = (char *)"rdma",
 				   .full_name = (char *)"rdma/a",
-				   .rdma_hca_max = 4};
+				   .rdma_hca_max = 4,
+				   .report_topology = true};
 
 static struct rdp_pool pool_of(size_t *idx, size_t n)
 {
 	return (struct rdp_pool){.res = &res4, .devices = idx, .n_devices = n, .numa_node = -1};
+}
+
+/*
+ * A shared pool reports no TopologyInfo by default, as k8s-rdma-shared-dev-plugin: under the
+ * Topology Manager's restricted or single-numa-node policy a NUMA node would refuse pods the
+ * Go plugin admits.
+ */
+static void test_no_topology(const struct rdp_host *h)
+{
+	size_t i01[] = {0, 1};
+	struct rdp_resource r = res4;
+	struct rdp_pool p = {.res = &r, .devices = i01, .n_devices = 2, .numa_node = 1};
+	struct rdp_dp_state s = {.numa_node = -1};
+	V1beta1__ListAndWatchResponse *m;
+	uint8_t *buf;
+	size_t len;
+
+	r.report_topology = false;
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(s.numa_node, -1);
+	EXPECT_EQ(rdp_dp_snapshot_pack(&s, &buf, &len), 0);
+	m = v1beta1__list_and_watch_response__unpack(NULL, len, buf);
+	EXPECT_TRUE(m != NULL);
+	if (m) {
+		EXPECT_EQ(m->n_devices, 4);
+		for (size_t i = 0; i < m->n_devices; i++)
+			EXPECT_TRUE(m->devices[i]->topology == NULL);
+		v1beta1__list_and_watch_response__free_unpacked(m, NULL);
+	}
+	rdp_free(buf);
+	rdp_dp_state_done(&s);
 }
 
 static void test_state(const struct rdp_host *h)
@@ -1466,8 +1500,9 @@ static void test_x_cdi(struct rdp_host *h)
 	rdp_free(req);
 
 	/* The spec: a device per unit, rdma_cm on top, the constants only (exclusive). */
-	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", &json), 0);
+	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", NULL, &json), 0);
 	EXPECT_CONTAINS(json, "\"kind\": \"rdma-dp.io/x1\"");
+	EXPECT_TRUE(json && !strstr(json, "hooks")); /* no hook path: no hook */
 	EXPECT_CONTAINS(json, "\"name\": \"0000:af:00.0\"");
 	EXPECT_CONTAINS(json, "\"NCCL_IB_TC=106\"");
 	EXPECT_TRUE(json && !strstr(json, "NCCL_IB_HCA") && strstr(json, "/dev/infiniband/rdma_cm"));
@@ -1476,8 +1511,21 @@ static void test_x_cdi(struct rdp_host *h)
 	/* Shared: everything is the same for every container, so all of it is in the spec. */
 	rx.mode = RDP_MODE_SHARED;
 	rx.rdma_hca_max = 2;
+	rx.memlock = RDP_MEMLOCK_UNLIMITED;
 	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
-	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", &json), 0);
+	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", "/opt/rdma-dp/bin/rdma-dp", &json), 0);
+	/* the memlock hook: the config's default (unlimited), at createRuntime */
+	EXPECT_CONTAINS(json, "\"hookName\": \"createRuntime\"");
+	EXPECT_CONTAINS(json, "\"path\": \"/opt/rdma-dp/bin/rdma-dp\"");
+	EXPECT_CONTAINS(json, "\"--abi\",\n          \"1\",\n          \"--memlock\",\n"
+			      "          \"unlimited\"");
+	rdp_free(json);
+	json = NULL;
+	/* "memlock": 0 leaves the limit alone: no hook */
+	rx.memlock = RDP_MEMLOCK_LEAVE;
+	EXPECT_EQ(rdp_dp_state_build(h, &p, &s), 0);
+	EXPECT_EQ(rdp_dp_state_cdi_render(&s, "x1", "/opt/rdma-dp/bin/rdma-dp", &json), 0);
+	EXPECT_TRUE(json && !strstr(json, "hooks"));
 	EXPECT_CONTAINS(json, "\"RDMA_DEVICE_RDMA_X=mlx5_0:1,mlx5_1:1,mlx5_4:1\"");
 	EXPECT_CONTAINS(json, "\"NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_4:1\"");
 	rdp_free(json);
@@ -1504,6 +1552,7 @@ int main(void)
 	struct rdp_host *h = make_host();
 
 	test_state(h);
+	test_no_topology(h);
 	test_snapshot(h);
 	test_allocate(h);
 	test_preferred();
