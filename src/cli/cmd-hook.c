@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,25 +31,14 @@
 
 static const char *const cmd = "hook";
 
-static void help(void)
-{
-	printf("Usage: rdma-dp hook --abi N --memlock VALUE < OCI-STATE\n"
-	       "\n"
-	       "The OCI createRuntime hook of rdma-dp's CDI specs; container runtimes run it,\n"
-	       "people do not. Reads the container's OCI state (JSON) on stdin and sets\n"
-	       "RLIMIT_MEMLOCK (soft and hard) of its process to VALUE.\n"
-	       "\n"
-	       "Options:\n"
-	       "      --abi N           the hook ABI the spec was written for (this binary: %s);\n"
-	       "                        any other is refused\n"
-	       "      --memlock VALUE   \"unlimited\", bytes, or a number with Ki/Mi/Gi/Ti\n"
-	       "  -h, --help            show this help\n"
-	       "      --version         show the version\n"
-	       "\n"
-	       "Exit status: 0 when the limit is set, 1 when not (one line on stderr says why),\n"
-	       "2 on a usage error.\n",
-	       RDP_OCI_HOOK_ABI);
-}
+static const struct cli_cmd hook_cmd = {
+	.name = "hook",
+	.about = "The OCI createRuntime hook of rdma-dp's CDI specs; container runtimes run it, "
+		 "people do not. Reads the container's OCI state (JSON) on stdin and sets "
+		 "RLIMIT_MEMLOCK (soft and hard) of its process to VALUE.",
+	.epilog = "Exit status: 0 when the limit is set, 1 when not (one line on stderr says "
+		  "why), 2 on a usage error.",
+};
 
 /* Reads all of stdin, at most RDP_OCI_STATE_MAX + 1 bytes (one more: too long). */
 static int read_state(char **ret, size_t *ret_len)
@@ -78,16 +66,18 @@ static int read_state(char **ret, size_t *ret_len)
 
 int cmd_hook(int argc, char **argv)
 {
-	enum { OPT_ABI = 256, OPT_MEMLOCK, OPT_VERSION };
-	static const struct option opts[] = {
-		{ "abi", required_argument, NULL, OPT_ABI },
-		{ "memlock", required_argument, NULL, OPT_MEMLOCK },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ 0 },
-	};
 	const char *abi = NULL, *memlock = NULL;
+	const struct cli_opt opts[] = {
+		{"abi", 0, required_argument, "N",
+		 "the hook ABI the spec was written for (this binary: " RDP_OCI_HOOK_ABI
+		 "); any other is refused",
+		 .str = &abi},
+		{"memlock", 0, required_argument, "VALUE",
+		 "\"unlimited\", bytes, or a number with Ki/Mi/Gi/Ti", .str = &memlock},
+		{},
+	};
 	_cleanup_free_ char *buf = NULL;
+	struct cli_parser p;
 	struct rdp_oci_state st;
 	struct rlimit rl;
 	char err[512];
@@ -95,28 +85,11 @@ int cmd_hook(int argc, char **argv)
 	size_t len = 0;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_ABI:
-			abi = optarg;
-			break;
-		case OPT_MEMLOCK:
-			memlock = optarg;
-			break;
-		case 'h':
-			help();
-			return 0;
-		case OPT_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "rdma-dp %s: unexpected argument '%s'\n", cmd, argv[optind]);
-		return 2;
-	}
+	cli_parser_init(&p, &hook_cmd, opts, argc, argv);
+	while ((c = cli_next(&p)) > 0)
+		;
+	if (c < 0)
+		return p.exit;
 	if (!abi || !memlock) {
 		fprintf(stderr, "rdma-dp %s: --abi and --memlock are required (the CDI spec passes "
 			"them)\n", cmd);
@@ -177,53 +150,35 @@ int cmd_hook(int argc, char **argv)
  */
 #define INSTALL_MAX (256 * 1024 * 1024)
 
-static void install_help(void)
-{
-	printf("Usage: rdma-dp install-hook --to PATH\n"
-	       "\n"
-	       "Copy this rdma-dp binary to PATH (atomically, mode 0755), where the CDI specs of\n"
-	       "'serve --use-cdi' and 'dra' name it as their memlock hook (--memlock-hook, default\n"
-	       "%s on the host). For the DaemonSet's init container.\n"
-	       "\n"
-	       "Options:\n"
-	       "      --to PATH   the destination (its directory must exist)\n"
-	       "  -h, --help      show this help\n"
-	       "      --version   show the version\n",
-	       RDP_OCI_HOOK_DEFAULT_PATH);
-}
+static const struct cli_cmd install_cmd = {
+	.name = "install-hook",
+	.about = "Copy this rdma-dp binary to PATH (atomically, mode 0755), where the CDI specs of "
+		 "'serve --use-cdi' and 'dra' name it as their memlock hook (--memlock-hook, "
+		 "default " RDP_OCI_HOOK_DEFAULT_PATH " on the host). For the DaemonSet's init "
+		 "container.",
+};
 
 int cmd_install_hook(int argc, char **argv)
 {
-	enum { OPT_TO = 256, OPT_VERSION };
-	static const struct option opts[] = {
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ 0 },
+	const char *to = NULL, *base;
+	const struct cli_opt opts[] = {
+		{"to", 0, required_argument, "PATH", "the destination (its directory must exist)",
+		 .str = &to},
+		{},
 	};
 	_cleanup_free_ char *self = NULL, *old = NULL, *dir = NULL;
 	_cleanup_close_ int fd = -1, dfd = -1;
-	const char *to = NULL, *base;
+	struct cli_parser p;
 	size_t n = 0, n_old = 0;
 	struct stat st;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_TO:
-			to = optarg;
-			break;
-		case 'h':
-			install_help();
-			return 0;
-		case OPT_VERSION:
-			cli_print_version();
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (!to || to[0] != '/' || optind < argc) {
+	cli_parser_init(&p, &install_cmd, opts, argc, argv);
+	while ((c = cli_next(&p)) > 0)
+		;
+	if (c < 0)
+		return p.exit;
+	if (!to || to[0] != '/') {
 		fprintf(stderr, "rdma-dp install-hook: --to PATH (absolute) is required, and "
 			"nothing else\n");
 		return 2;

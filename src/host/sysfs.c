@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "sysfs.h"
+#include "number.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -835,19 +836,12 @@ bool rdp_is_numbered_name(const char *s, const char *prefix, unsigned int *ret_n
 
 int rdp_parse_counter(const char *s, uint64_t *ret)
 {
-	uint64_t v = 0;
-	size_t n = 0;
+	uint64_t v;
+	int n = rdp_decimal_prefix(s, &v);
 
-	for (; s[n]; n++) {
-		unsigned d = (unsigned char)s[n] - '0';
-
-		if (d > 9 || n >= 20)
-			return -EINVAL;
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	if (n == 0)
+	if (n < 0)
+		return n;
+	if (s[n])
 		return -EINVAL;
 	*ret = v;
 	return 0;

@@ -1057,6 +1057,19 @@ static struct conn *oldest_waiting(struct rdp_http_server *s, const struct socka
  * the new connection gets 503. Connections that hold slots without sending a request so
  * cannot keep a scrape or a probe out.
  */
+/* Closes victim to make room (true), or refuses cfd with 503 when there is none (false). */
+static bool give_up(struct rdp_http_server *s, struct conn *victim, int cfd)
+{
+	if (!victim) {
+		s->stats.rejected_full++;
+		send_full(cfd);
+		return false;
+	}
+	s->stats.evicted++;
+	conn_close(victim);
+	return true;
+}
+
 static void on_conn(int cfd, void *userdata)
 {
 	struct rdp_http_server *s = userdata;
@@ -1068,25 +1081,11 @@ static void on_conn(int cfd, void *userdata)
 	if (getpeername(cfd, (struct sockaddr *)&ss, &peer_len) < 0 || peer_len > sizeof(ss))
 		peer_len = 0;
 	victim = oldest_waiting(s, &ss, peer_len, &n);
-	if (peer_len && n >= s->limits.max_per_client) {
-		if (!victim) {
-			s->stats.rejected_full++;
-			send_full(cfd);
-			return;
-		}
-		s->stats.evicted++;
-		conn_close(victim);
-	}
-	if (s->n_conns >= s->limits.max_connections) {
-		victim = oldest_waiting(s, NULL, 0, &n);
-		if (!victim) {
-			s->stats.rejected_full++;
-			send_full(cfd);
-			return;
-		}
-		s->stats.evicted++;
-		conn_close(victim);
-	}
+	if (peer_len && n >= s->limits.max_per_client && !give_up(s, victim, cfd))
+		return;
+	if (s->n_conns >= s->limits.max_connections &&
+	    !give_up(s, oldest_waiting(s, NULL, 0, &n), cfd))
+		return;
 	if (conn_new(s, cfd, &c) == 0) {
 		c->peer = ss;
 		c->peer_len = peer_len;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "memlock.h"
+#include "number.h"
 
 int rdp_memlock_parse(const char *s, uint64_t *ret)
 {
@@ -15,7 +16,8 @@ int rdp_memlock_parse(const char *s, uint64_t *ret)
 		{ "G", 30 }, { "Gi", 30 }, { "T", 40 }, { "Ti", 40 },
 	};
 	uint64_t v = 0;
-	size_t n = 0;
+	size_t n;
+	int k;
 
 	if (!s || !ret)
 		return -EINVAL;
@@ -23,17 +25,10 @@ int rdp_memlock_parse(const char *s, uint64_t *ret)
 		*ret = RDP_MEMLOCK_UNLIMITED;
 		return 0;
 	}
-	for (; s[n] >= '0' && s[n] <= '9'; n++) {
-		unsigned int d = (unsigned int)(s[n] - '0');
-
-		if (n >= 20)
-			return -EINVAL;
-		if (v > (UINT64_MAX - d) / 10)
-			return -ERANGE;
-		v = v * 10 + d;
-	}
-	if (n == 0)
-		return -EINVAL;
+	k = rdp_decimal_prefix(s, &v);
+	if (k < 0)
+		return k;
+	n = (size_t)k;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(s + n, units[i].suffix) != 0)
 			continue;
