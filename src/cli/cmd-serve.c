@@ -30,6 +30,19 @@ static const struct cli_cmd serve_cmd = {
 		  "per event.\n",
 };
 
+/* An HTTP listen address (IP:PORT, [IPv6]:PORT, :PORT), or false after saying why. */
+static bool address_ok(const char *option, const char *arg)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char err[160];
+
+	if (rdp_http_parse_address(arg, &ss, &sl, err, sizeof(err)) >= 0)
+		return true;
+	fprintf(stderr, "rdma-dp serve: %s: %s\n", option, err);
+	return false;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct rdp_daemon_options o = {.registration = RDP_REGISTRATION_AUTO};
@@ -115,30 +128,16 @@ int cmd_serve(int argc, char **argv)
 			o.no_memlock_hook = false;
 			o.memlock_hook = p.arg;
 			break;
-		case OPT_PROBES: {
-			struct sockaddr_storage ss;
-			socklen_t sl;
-			char err[160];
-
-			if (rdp_http_parse_address(p.arg, &ss, &sl, err, sizeof(err)) < 0) {
-				fprintf(stderr, "rdma-dp serve: --probe-address: %s\n", err);
+		case OPT_PROBES:
+			if (!address_ok("--probe-address", p.arg))
 				return 2;
-			}
 			o.probe_address = p.arg;
 			break;
-		}
-		case OPT_METRICS: {
-			struct sockaddr_storage ss;
-			socklen_t sl;
-			char err[160];
-
-			if (rdp_http_parse_address(p.arg, &ss, &sl, err, sizeof(err)) < 0) {
-				fprintf(stderr, "rdma-dp serve: --metrics-address: %s\n", err);
+		case OPT_METRICS:
+			if (!address_ok("--metrics-address", p.arg))
 				return 2;
-			}
 			o.metrics_address = p.arg;
 			break;
-		}
 		}
 	}
 	if (c < 0)
