@@ -677,7 +677,6 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 		p->hook_path = rdp_strdup(o->memlock_hook);
 		if (!p->hook_path) {
 			rdp_free(p->cdi_dir);
-	rdp_free(p->hook_path);
 			p->cdi_dir = NULL; /* reported below as a failed allocation */
 		}
 	}
@@ -739,6 +738,7 @@ struct rdp_dra_prepare *rdp_dra_prepare_free(struct rdp_dra_prepare *p)
 	rdp_free(p->driver);
 	rdp_free(p->pool);
 	rdp_free(p->cdi_dir);
+	rdp_free(p->hook_path);
 	rdp_free(p->plugin_dir);
 	rdp_free(p);
 	return NULL;
