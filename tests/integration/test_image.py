@@ -238,7 +238,9 @@ def node_env():
     cfgdir = tmp / "config"
     cfgdir.mkdir()
     (cfgdir / "config.json").write_text(_base_config())
-    kl = K.FakeKubelet(kroot).start()
+    # A node's kubelet has plugins_registry: the DaemonSet's `--registration auto` then takes
+    # the plugin watcher, as k8s-rdma-shared-dev-plugin does (issue 22).
+    kl = K.FakeKubelet(kroot, mode="plugins-registry").start()
     yield kl, kroot, cfgdir
     kl.stop()
     shutil.rmtree(tmp, ignore_errors=True)
@@ -252,7 +254,7 @@ def test_container_registers_and_serves_allocate(podman, fixtures_dir, node_env)
             reg = kl.wait_registered(RESOURCE, units=200, healthy=200, timeout=30)
         except TimeoutError as e:
             raise AssertionError("%s\ncontainer log:\n%s" % (e, _logs(podman, name)))
-        assert reg.endpoint == str(kroot / "device-plugins" / "hca_shared_devices_a.sock")
+        assert reg.endpoint == str(kroot / "plugins_registry" / "hca_shared_devices_a.sock")
         resp = reg.client.allocate(["0"], ["7", "199"])
         for cr in resp.container_responses:
             assert [d.host_path for d in cr.devices] == SEED000_DEVICES
@@ -299,9 +301,9 @@ def test_container_registers_and_serves_allocate(podman, fixtures_dir, node_env)
         podman("rm", "-f", name, check=False)
     assert code == "0", log
     assert "event=stopped code=0" in log, log
-    # SIGTERM removed its socket, kubelet's stays
-    assert not (kroot / "device-plugins" / "hca_shared_devices_a.sock").exists()
-    assert (kroot / "device-plugins" / "kubelet.sock").exists()
+    # SIGTERM removed its socket, and only its own
+    assert not (kroot / "plugins_registry" / "hca_shared_devices_a.sock").exists()
+    assert (kroot / "device-plugins" / "kubelet_internal_checkpoint").exists()
 
 
 def test_without_dev_infiniband_pods_would_get_no_devices(podman, fixtures_dir, node_env):
