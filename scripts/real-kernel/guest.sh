@@ -10,7 +10,8 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t tmpfs -o mode=0755 tmpfs /run
-mount -t tmpfs -o mode=1777 tmpfs /tmp
+# /tmp stays the overlay root's (the host's, writable on the tmpfs upper layer): a
+# checkout or build under the host's /tmp (a CI clone) must stay visible to the tests.
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 mkdir -p /run/rdp-results
 R=/run/rdp-results
