@@ -9,8 +9,15 @@
 #                                   screenshot.sh, run by test_dashboard.py)
 #   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
 #                                   the Go floor and kubelet (bench/), valgrind for callgrind
+#   scripts/install-deps.sh kernel  only what the real-kernel stage adds (scripts/real-kernel/:
+#                                   QEMU, busybox, the RDMA stack's tools, which the guest sees
+#                                   through its overlay root)
 set -eu
-if [ "${1:-}" = bench ]; then
+if [ "${1:-}" = kernel ]; then
+	pkgs="qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils ibverbs-providers
+rdmacm-utils perftest iproute2 infiniband-diags util-linux python3-pytest python3-grpcio
+python3-protobuf protobuf-compiler xz-utils"
+elif [ "${1:-}" = bench ]; then
 	pkgs="golang-go golang-google-grpc-dev golang-google-protobuf-dev
 golang-github-golang-protobuf-1-5-dev protoc-gen-go protobuf-compiler valgrind binutils"
 else
@@ -26,7 +33,7 @@ for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
-echo "install-deps: installing:$missing"
+echo "install-deps${1:+ $1}: installing:$missing"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
