@@ -2,6 +2,8 @@
 #   make         build build/rdma-dp (static)
 #   make check   install what is missing, build with -Werror, run every test, again under ASan+UBSan
 #   make check-kernel  the real-kernel stage: Debian's kernel under QEMU, tests/kernel against rxe
+#   make e2e     the real-cluster stage: Kubernetes built from Go modules, tests/e2e against it
+#                (K8S_VERSION=1.34.4 for the oldest supported release)
 #   make demo    show what rdma-dp sees and serves on a bundled DGX H100-like node
 #   make image   the container image (Containerfile, FROM scratch) as build/rdma-dp-image.tar
 #   make image-netop  that image and its network-operator variant (Containerfile.netop, busybox)
@@ -11,7 +13,7 @@ PY := /usr/bin/python3
 # CMake's own progress lines are enough; no "Entering directory" from every sub-make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps build check check-release check-kernel check-asan demo image image-netop clean
+.PHONY: all deps build check check-release check-kernel check-e2e e2e check-asan demo image image-netop clean
 .PHONY: fuzz check-fuzz fuzz-build fuzz-run clean-fuzz
 
 all: build
@@ -23,7 +25,7 @@ build: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j$(JOBS)
 
-check: deps check-release check-kernel check-fuzz check-asan
+check: deps check-release check-kernel check-e2e check-fuzz check-asan
 
 check-release:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
@@ -42,6 +44,17 @@ check-kernel:
 	cmake --build build-check -j$(JOBS) --target rdma-dp
 	sh scripts/real-kernel/run.sh build-check build-check/kernel; rc=$$?; \
 		$(PY) scripts/test-summary.py build-check/kernel kernel; exit $$rc
+
+# The real-cluster stage (scripts/real-cluster/run.sh, tests/e2e/README.md): etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kubectl, containerd and crictl built from
+# Go modules (cached under ${XDG_CACHE_HOME:-$HOME/.cache}/rdma-dp/k8s), a single-node cluster
+# on 127.0.0.1, and tests/e2e against it with build-check's rdma-dp in its image.
+K8S_VERSION ?= 1.37.2
+check-e2e e2e:
+	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DENABLE_WERROR=ON >/dev/null
+	cmake --build build-check -j$(JOBS) --target rdma-dp fixtures
+	sh scripts/real-cluster/run.sh build-check build-check/e2e $(K8S_VERSION); rc=$$?; \
+		$(PY) scripts/test-summary.py build-check/e2e e2e; exit $$rc
 
 check-asan:
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENABLE_WERROR=ON -DENABLE_SANITIZERS=ON >/dev/null

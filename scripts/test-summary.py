@@ -43,7 +43,8 @@ def main():
             inputs += int(m.group(1))
     skips = []
     for fname, kind in (("pytest-junit.xml", "integration (pytest)"),
-                        ("kernel-junit.xml", "kernel (QEMU guest)")):
+                        ("kernel-junit.xml", "kernel (QEMU guest)"),
+                        ("e2e-junit.xml", "e2e (real cluster)")):
         junit = os.path.join(build, fname)
         if not os.path.exists(junit):
             continue
