@@ -26,6 +26,10 @@ t2=$(date +%s)
 rm -f "$out/e2e-junit.xml"
 rc=0
 cd "$build"
+# One cluster per machine at a time (fixed ports on 127.0.0.1, kubelet's cgroups): a second
+# run waits here for the first.
+exec 9>/tmp/rdma-dp-e2e.lock
+flock 9
 RDP_K8S_BIN=$RDP_K8S_CACHE/v$K8S_VERSION/bin RDP_E2E_IMAGES=$out/images RDP_E2E_WORK=$out/work \
 RDP_FIXTURES=$build/fixtures RDMA_DP=$build/rdma-dp RDP_BUILD=$build \
 	/usr/bin/python3 -m pytest -p no:cacheprovider -q -rs --junitxml="$out/e2e-junit.xml" \
