@@ -503,6 +503,18 @@ state = "%(w)s/run"
             "get", "sa", "default", "-n", "default", check=False).returncode == 0, 60, 0.5)
         return self
 
+    def reconfigure_kubelet(self, **extra):
+        """kubelet restarted with extra KubeletConfiguration fields (the rest as up() wrote
+        them); the CPU and memory managers' state files go, as a policy change requires."""
+        self.stop("kubelet")
+        self.write_configs(kubelet_extra=extra)
+        for f in ("cpu_manager_state", "memory_manager_state"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.work / "kubelet" / f).unlink()
+        self.start_kubelet()
+        wait_for("node Ready after reconfiguring kubelet", lambda: self.check_running("kubelet") or
+                 self.node_ready(), 120, 0.5)
+
     def restart_kubelet(self, wait_ready=True):
         self.stop("kubelet")
         self.start_kubelet()
@@ -625,8 +637,12 @@ def container_devices(c, ns, pod):
     """{container: {resource: sorted device IDs}} of a pod, from pod-resources Get."""
     pr = podresources_pb2()
     r = podresources(c, "Get", pr.GetPodResourcesRequest(pod_name=pod, pod_namespace=ns))
-    return {ct.name: {d.resource_name: sorted(d.device_ids) for d in ct.devices}
-            for ct in r.pod_resources.containers}
+    out = {}
+    for ct in r.pod_resources.containers:
+        held = out.setdefault(ct.name, {})
+        for d in ct.devices:  # one entry per resource and NUMA node
+            held[d.resource_name] = sorted(held.get(d.resource_name, []) + list(d.device_ids))
+    return out
 
 
 def plugin_allocate(c, socket, ids):

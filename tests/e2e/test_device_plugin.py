@@ -198,6 +198,12 @@ def test_container_gets_what_allocate_returned(plugin):
     c.kubectl("delete", "pod", "rdma-test", "--wait=true")
 
 
+def unit_ids(log, event, res):
+    """The device IDs of each event=preferred / event=allocated line for res, in order."""
+    return [sorted(p.split("=", 1)[0] for p in m.split())
+            for m in re.findall(r"event=%s resource=%s .*?ids=\"([^\"]*)\"" % (event, re.escape(res)), log)]
+
+
 def run_pod(c, name, res=RES, units=1, extra=None):
     """A hostNetwork pod of the workload image holding units of res; waits until it runs."""
     spec = {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
@@ -391,3 +397,62 @@ def test_use_cdi_through_containerd(plugin):
            if line.startswith("Max locked memory")][0].split()
     assert lim[3] == (str(memlock) if memlock else "unlimited"), lim
     c.kubectl("delete", "pod", "cdi-user", "--wait=true")
+
+
+@pytest.mark.parametrize("policy", ["single-numa-node", "restricted"])
+def test_exclusive_pool_under_topology_and_cpu_managers(plugin, policy):
+    """deploy/overlays/exclusive on a DGX-like node (8 InfiniBand HCAs, 4 per NUMA node; their
+    NUMA node read from the fixture) under kubelet's Topology Manager (`policy`) and static CPU
+    manager: a Guaranteed pod with one exclusive CPU and 2 units of rdma/compute gets the two
+    HCAs GetPreferredAllocation named, from the NUMA node the Topology Manager aligned (this
+    machine has NUMA node 0 only: the HCAs of node 1 can never be aligned), and its CPU."""
+    c = plugin
+    if c.node_fixture != "dgx-h100":
+        cl.swap_node(c, "dgx-h100")
+    # 100m reserved: the static policy keeps a whole CPU (0) for the shared pool, and 1.9 CPUs stay
+    # allocatable, so one exclusive CPU fits beside the plugin's request.
+    c.reconfigure_kubelet(topologyManagerPolicy=policy, cpuManagerPolicy="static", kubeReserved={"cpu": "100m"})
+    c.kubectl("apply", "-k", overlay(c, "exclusive", base="overlays/exclusive"))
+    c.kubectl("rollout", "status", "-n", "kube-system", "ds/rdma-dp", "--timeout=180s", timeout=200)
+    cl.wait_for("rdma/compute on the node", lambda: node_resource(c, "rdma/compute") == ("8", "8"), 120, 0.5)
+    before = plugin_log(c)
+    name = "aligned-" + policy
+    run_pod(c, name, "rdma/compute", 2, extra={"containers": [{
+        "name": name, "image": "localhost/rdp-workload:1", "command": ["sh", "-c", "exec sleep infinity"],
+        "resources": {"limits": {"rdma/compute": "2", "cpu": "1", "memory": "64Mi"},
+                      "requests": {"rdma/compute": "2", "cpu": "1", "memory": "64Mi"}}}]})
+    try:
+        held = cl.container_devices(c, "default", name)[name]["rdma/compute"]
+        log = plugin_log(c)[len(before):]
+        preferred = unit_ids(log, "preferred", "rdma/compute")
+        allocated = unit_ids(log, "allocated", "rdma/compute")
+        assert preferred and allocated, log[-3000:]
+        assert preferred[-1] == held == allocated[-1], (preferred, held, allocated)
+        # Every unit held is on NUMA node 0 (pod-resources' topology; the fixture's numa_node).
+        pr = cl.podresources_pb2()
+        r = cl.podresources(c, "Get", pr.GetPodResourcesRequest(pod_name=name, pod_namespace="default"))
+        topo = {n.ID for d in r.pod_resources.containers[0].devices if d.resource_name == "rdma/compute"
+                for n in d.topology.nodes}
+        assert topo == {0}, topo
+        numa = {d.name: (d / "device" / "numa_node").read_text().strip()
+                for d in (c.work / "node" / "sys" / "class" / "infiniband").iterdir()}
+        pci = {os.path.basename(os.path.realpath(d / "device")): n
+               for d in (c.work / "node" / "sys" / "class" / "infiniband").iterdir() for n in [numa[d.name]]}
+        assert {pci.get(i) for i in held} == {"0"}, (held, pci)
+        cpus = [line for line in exec_out(c, "default", name, "cat", "/proc/1/status").splitlines()
+                if line.startswith("Cpus_allowed_list")][0].split()[1]
+        assert cpus == "1", cpus
+    finally:
+        c.kubectl("delete", "pod", name, "--wait=true", "--ignore-not-found")
+    # More than NUMA node 0 can give: refused by the Topology Manager, never started.
+    big = "unaligned-" + policy
+    c.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": big, "namespace": "default"},
+        "spec": {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": big, "image": "localhost/rdp-workload:1", "command": ["true"],
+                                 "resources": {"limits": {"rdma/compute": "5", "cpu": "1", "memory": "64Mi"}}}]}}))
+    try:
+        st = cl.wait_for("the 5-unit pod refused", lambda: c.get("pod", big)["status"].get("reason"), 60, 0.5)
+        assert st == "TopologyAffinityError", c.get("pod", big)["status"]
+    finally:
+        c.kubectl("delete", "pod", big, "--wait=true", "--ignore-not-found")
