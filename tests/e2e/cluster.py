@@ -39,7 +39,7 @@ PR_SET_CHILD_SUBREAPER = 36
 # Directories the node namespace mounts over; created on the host when missing (empty), and
 # removed again at teardown if this run created them.
 MOUNTPOINTS = ("/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/run/cdi", "/etc/cdi",
-               "/run/containerd")
+               "/run/containerd", "/opt/rdma-dp")
 
 HOLDER_SCRIPT = r"""
 set -eu
@@ -74,6 +74,7 @@ mount --bind "$W/container-logs" /var/log/containers
 mount --bind "$W/cdi" /var/run/cdi
 mount --bind "$W/etccdi" /etc/cdi
 mount --bind "$W/run-containerd" /run/containerd
+mount --bind "$W/opt-rdma-dp" /opt/rdma-dp
 echo ready
 exec sleep 2147483647
 """
@@ -265,7 +266,7 @@ state = "%(w)s/run"
         return dest
 
     def start_holder(self):
-        for d in ("ns/dev", "ns/sysclass", "kubelet", "pod-logs", "container-logs", "cdi", "etccdi", "run-containerd", "run",
+        for d in ("ns/dev", "ns/sysclass", "kubelet", "pod-logs", "container-logs", "cdi", "etccdi", "run-containerd", "opt-rdma-dp", "run",
                   "containerd", "data"):
             (self.work / d).mkdir(parents=True, exist_ok=True)
         for m in MOUNTPOINTS:
