@@ -169,7 +169,7 @@ def test_container_gets_what_allocate_returned(plugin):
     c = plugin
     c.kubectl("apply", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rdma-test", "namespace": "default"},
-        "spec": {"hostNetwork": True, "restartPolicy": "Never", "containers": [{
+        "spec": {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
             "name": "rdma-test", "image": "localhost/rdp-workload:1",
             "command": ["sh", "-c", "exec sleep infinity"],
             "resources": {"limits": {RES: "1"}, "requests": {RES: "1"}},
@@ -200,7 +200,7 @@ def test_container_gets_what_allocate_returned(plugin):
 
 def run_pod(c, name, res=RES, units=1, extra=None):
     """A hostNetwork pod of the workload image holding units of res; waits until it runs."""
-    spec = {"hostNetwork": True, "restartPolicy": "Never", "containers": [{
+    spec = {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
         "name": name, "image": "localhost/rdp-workload:1", "command": ["sh", "-c", "exec sleep infinity"],
         "resources": {"limits": {res: str(units)}, "requests": {res: str(units)}}}]}
     spec.update(extra or {})
@@ -328,3 +328,66 @@ def test_rolling_update_to_kubelet_sock_registration(plugin):
     assert len(ids) == 1
     c.kubectl("delete", "pod", "via-kubelet-sock", "--wait=true")
     assert new != old
+
+
+def test_use_cdi_through_containerd(plugin):
+    """deploy/overlays/cdi (--use-cdi, the spec directory, the memlock hook's install): Allocate
+    answers with CDI device names, containerd's CDI resolves them from the spec rdma-dp wrote on
+    the node, and the container gets the spec's device nodes and variables."""
+    c = plugin
+    old = plugin_ready(c)
+    c.kubectl("apply", "-k", overlay(c, "cdi", base="overlays/cdi"))
+    c.kubectl("rollout", "status", "-n", "kube-system", "ds/rdma-dp", "--timeout=180s", timeout=200)
+    cl.wait_for("the CDI pod Ready", lambda: (plugin_ready(c) or None) if plugin_ready(c) != old else None, 60, 0.5)
+    cl.wait_for("%s with --use-cdi" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    specs = cl.wait_for("a CDI spec on the node", lambda: sorted(c.node_path("/var/run/cdi").glob("*.json")), 30, 0.5)
+    if not cl.has_cap_sys_resource():
+        # This machine's runtime cannot raise a hard limit (no CAP_SYS_RESOURCE, unlike a normal
+        # node): the default "memlock": "unlimited" hook fails the container, saying why.
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cdi-nocap", "namespace": "default"},
+               "spec": {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "c", "image": "localhost/rdp-workload:1", "command": ["true"],
+                                        "resources": {"limits": {RES: "1"}}}]}}
+        c.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        msg = cl.wait_for("the hook's error in the pod status", lambda: (c.get("pod", "cdi-nocap")["status"].get(
+            "containerStatuses", [{}])[0].get("state", {}).get("terminated", {}).get("message")), 60, 0.5)
+        assert "rdma-dp hook" in msg and "CAP_SYS_RESOURCE" in msg, msg
+        c.kubectl("delete", "pod", "cdi-nocap", "--wait=true")
+        # The hard limit this runtime has, then: the hook raises the soft limit up to it.
+        cm = c.get("configmap", "-n", "kube-system", "rdma-devices")
+        cfg = json.loads(cm["data"]["config.json"])
+        memlock = int(cl._memlock_hard())
+        cfg["configList"][0]["memlock"] = memlock
+        before = plugin_log(c).count("event=config-reloaded")
+        c.kubectl("patch", "configmap", "-n", "kube-system", "rdma-devices", "--type=merge", "-p",
+                  json.dumps({"data": {"config.json": json.dumps(cfg, indent=2)}}))
+        cl.wait_for("event=config-reloaded", lambda: plugin_log(c).count("event=config-reloaded") > before, 150, 1)
+        cl.wait_for("the spec's hook at %d" % memlock,
+                    lambda: str(memlock) in c.node_path("/var/run/cdi").joinpath(specs[0].name).read_text(), 30, 0.5)
+    else:
+        memlock = None
+    run_pod(c, "cdi-user")
+    ids = cl.container_devices(c, "default", "cdi-user")["cdi-user"][RES]
+    want = cl.plugin_allocate(c, plugin_socket(c, RES), ids)
+    assert want.cdi_devices and not want.devices, want
+    names = [d.name for d in want.cdi_devices]
+    # What containerd resolved: the spec's devices (the pool's, and the common edits).
+    spec = json.loads(specs[0].read_text())
+    kind = spec["kind"]
+    nodes, env = set(), {}
+    for edits in [spec.get("containerEdits", {})] + [d.get("containerEdits", {}) for d in spec["devices"]
+                                                     if "%s=%s" % (kind, d["name"]) in names]:
+        nodes |= {n["path"] for n in edits.get("deviceNodes", [])}
+        env.update(kv.split("=", 1) for kv in edits.get("env", []))
+    assert nodes, spec
+    listing = exec_out(c, "default", "cdi-user", "ls", "/dev/infiniband").split()
+    assert sorted("/dev/infiniband/" + n for n in listing) == sorted(nodes), (listing, nodes)
+    got = dict(kv.split("=", 1) for kv in exec_out(c, "default", "cdi-user", "env").splitlines() if "=" in kv)
+    for k, v in env.items():
+        assert got.get(k) == v, (k, v, got.get(k))
+    # The memlock hook ran (containerd runs the spec's createRuntime hook): the runtime's soft
+    # limit of 64 KiB was raised.
+    lim = [line for line in exec_out(c, "default", "cdi-user", "cat", "/proc/1/limits").splitlines()
+           if line.startswith("Max locked memory")][0].split()
+    assert lim[3] == (str(memlock) if memlock else "unlimited"), lim
+    c.kubectl("delete", "pod", "cdi-user", "--wait=true")
