@@ -102,7 +102,12 @@ def test_base_deploys_and_registers(plugin):
     assert node_resource(c) == ("200", "200")
     assert node_resource(c, "nvidia.com/gpu") == ("8", "8")
     log = plugin_log(c)
-    assert "event=registered" in log or "registered" in log, log[-2000:]
+    assert "event=registered" in log, log[-2000:]
+    # kubelet's pod-resources API: the node's allocatable units, as upstream's
+    # device_plugin_test checks before its pods (GetAllocatableResources).
+    alloc = cl.podresources(c, "GetAllocatableResources")
+    units = [i for d in alloc.devices if d.resource_name == RES for i in d.device_ids]
+    assert len(units) == 200, len(units)
 
 
 def apply_seed_config(c, seed):
