@@ -10,8 +10,8 @@
   in device-spec mode everything in envs;
 - the spec follows the node (a device unplugged leaves it) and a spec dir that cannot be
   used leaves the daemon serving device specs;
-- the reference CDI Go library (Debian's v0.5.2, tests/tools/cdi-validate) loads every spec
-  the daemon wrote;
+- the reference CDI Go library (Debian's v0.5.2, tests/tools/cdi-validate, and the current one,
+  tests/tools/cdi-validate-current) loads every spec the daemon wrote;
 - podman (Debian's 4.3) runs a container with the names Allocate returned and gets exactly
   the nodes and variables expected; the same in device-spec mode from devices and envs.
 """

@@ -7,9 +7,15 @@ registry over the spec directory and InjectDevices into an empty OCI spec, as ru
 hostPath points at the fixture's device nodes (cdi-render --host-prefix) so that the
 injection can stat them; one test shows that it really does.
 
-The validator is built once per session into $RDP_BUILD (GOPATH mode, offline). Without go or
-the Debian package the tests skip and say which is missing (scripts/install-deps.sh installs
-both).
+tests/tools/cdi-validate-current is the same validator against the current library from the Go
+module proxy (pinned in its go.mod); every check that runs one runs the other (the validator
+fixture is parametrized), so a spec rdma-dp writes must satisfy both. Version facts have their
+own tables (BAD for v0.5.2, BAD_CURRENT and GOOD_CURRENT for the current library).
+
+The validators are built once per session into $RDP_BUILD (v0.5.2: GOPATH mode, offline;
+without go or the Debian package its cases skip and say which is missing, and
+scripts/install-deps.sh installs both; current: module mode, module and build caches under
+$RDP_BUILD/cdi-validate-current-go, a failed build fails its cases with go's reason).
 """
 import json
 import os
@@ -20,8 +26,13 @@ import subprocess
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-BUILD_SH = REPO / "tests" / "tools" / "cdi-validate" / "build.sh"
-MAIN_GO = REPO / "tests" / "tools" / "cdi-validate" / "main.go"
+TOOLS = REPO / "tests" / "tools"
+# name -> (tool folder, binary in $RDP_BUILD). "v0.5.2": Debian's package, GOPATH mode, offline
+# (the compatibility floor; skips when go or the package is missing). "current": the current
+# library, pinned in tests/tools/cdi-validate-current/go.mod, from the Go module proxy; a build
+# that fails (no proxy, no Go) fails its cases with the reason: CI has the proxy.
+VALIDATORS = {"v0.5.2": ("cdi-validate", "cdi-validate"),
+              "current": ("cdi-validate-current", "cdi-validate-current")}
 
 
 def _build_dir():
@@ -31,16 +42,37 @@ def _build_dir():
     return pathlib.Path(build)
 
 
-@pytest.fixture(scope="session")
-def validator():
-    out = _build_dir() / "cdi-validate"
-    if out.exists() and out.stat().st_mtime >= MAIN_GO.stat().st_mtime:
+def _build_validator(which):
+    folder, name = VALIDATORS[which]
+    src = TOOLS / folder
+    out = _build_dir() / name
+    newest = max(f.stat().st_mtime for f in src.iterdir())
+    if out.exists() and out.stat().st_mtime >= newest:
         return out
-    p = subprocess.run([str(BUILD_SH), str(out)], capture_output=True, text=True, timeout=900)
-    if p.returncode == 3:
+    p = subprocess.run([str(src / "build.sh"), str(out)], capture_output=True, text=True,
+                       timeout=900)
+    if p.returncode == 3 and which == "v0.5.2":
         pytest.skip(p.stderr.strip())
-    assert p.returncode == 0, f"building cdi-validate failed:\n{p.stdout}\n{p.stderr}"
+    assert p.returncode == 0, f"building {name} failed:\n{p.stdout}\n{p.stderr}"
     return out
+
+
+@pytest.fixture(scope="session")
+def validator_v052():
+    """The reference CDI library as Debian 12 packages it (v0.5.2): facts of that version."""
+    return _build_validator("v0.5.2")
+
+
+@pytest.fixture(scope="session")
+def validator_current():
+    """The current reference CDI library (tests/tools/cdi-validate-current/go.mod)."""
+    return _build_validator("current")
+
+
+@pytest.fixture(scope="session", params=list(VALIDATORS))
+def validator(request):
+    """Both libraries: a spec rdma-dp writes must satisfy the floor and the current one."""
+    return _build_validator(request.param)
 
 
 @pytest.fixture(scope="session")
@@ -260,7 +292,11 @@ def good_spec(cdi_render, fixtures_dir, tmp_path):
 
 
 @pytest.mark.parametrize("name,edit,error", BAD, ids=[b[0] for b in BAD])
-def test_validator_rejects(validator, good_spec, tmp_path, name, edit, error):
+def test_validator_rejects(validator_v052, good_spec, tmp_path, name, edit, error):
+    check_rejects(validator_v052, good_spec, tmp_path, name, edit, error)
+
+
+def check_rejects(validator, good_spec, tmp_path, name, edit, error):
     rc, res = validate(validator, good_spec)
     assert rc == 0 and res["specs"][0]["ok"]
     spec = json.loads(good_spec.read_text())
@@ -273,14 +309,65 @@ def test_validator_rejects(validator, good_spec, tmp_path, name, edit, error):
     assert error in res["specs"][0]["error"], res["specs"][0]["error"]
 
 
-def test_validator_accepts_spec_without_devices(validator, good_spec, tmp_path):
-    """v0.5.2 takes a spec with "devices": [] (later releases refuse "no devices"): one reason
-    why cdi.c writes no file for a resource without devices rather than an empty spec."""
+# The same edits under the current library (tests/tools/cdi-validate-current/go.mod): its own
+# checks, without v0.5.2's JSON schema (no longer in the module). It gates newer fields on
+# cdiVersion and no longer panics on a 1-character class.
+BAD_CURRENT = [
+    ("dotted-class", lambda s: s.update(kind="rdma-dp.io/hca.a"),
+     "spec version must be at least v0.6.0"),
+    ("empty-device-edits", lambda s: s["devices"][0].update(containerEdits={}),
+     "empty device edits"),
+    ("no-device-edits", lambda s: s["devices"][0].pop("containerEdits"), "empty device edits"),
+    ("annotations", lambda s: s.update(annotations={"a": "b"}),
+     "spec version must be at least v0.6.0"),
+    ("additional-gids", lambda s: s["containerEdits"].update(additionalGids=[5]),
+     "spec version must be at least v0.7.0"),
+    ("env-no-name", lambda s: s["containerEdits"].update(env=["=x"]),
+     "invalid environment variable"),
+    ("two-devices-one-name", lambda s: s["devices"].append(s["devices"][0]),
+     "multiple device"),
+    ("device-name-slash", lambda s: s["devices"][0].update(name="a/b"),
+     "invalid character '/' in device name"),
+    ("vendor-digit-first", lambda s: s.update(kind="1rdma-dp.io/hca"), "should start with letter"),
+    ("no-devices", lambda s: s.update(devices=[]), "no devices"),
+]
+
+
+@pytest.mark.parametrize("name,edit,error", BAD_CURRENT, ids=[b[0] for b in BAD_CURRENT])
+def test_current_library_rejects(validator_current, good_spec, tmp_path, name, edit, error):
+    check_rejects(validator_current, good_spec, tmp_path, name, edit, error)
+
+
+# What v0.5.2 refuses and the current library takes: newer versions, permissions outside its
+# schema, a 1-character class (v0.5.2 panics).
+GOOD_CURRENT = [
+    ("version-0.6.0", lambda s: s.update(cdiVersion="0.6.0")),
+    ("version-v0.5.0", lambda s: s.update(cdiVersion="v0.5.0")),
+    ("permissions-none",
+     lambda s: s["devices"][0]["containerEdits"]["deviceNodes"][0].update(permissions="none")),
+    ("one-char-class", lambda s: s.update(kind="rdma-dp.io/a")),
+]
+
+
+@pytest.mark.parametrize("name,edit", GOOD_CURRENT, ids=[b[0] for b in GOOD_CURRENT])
+def test_current_library_accepts(validator_current, good_spec, tmp_path, name, edit):
+    spec = json.loads(good_spec.read_text())
+    edit(spec)
+    f = tmp_path / f"rdma-dp.io-{name}.json"
+    f.write_text(json.dumps(spec))
+    rc, res = validate(validator_current, f)
+    assert rc == 0 and res["specs"][0]["ok"], res
+
+
+def test_validator_accepts_spec_without_devices(validator_v052, good_spec, tmp_path):
+    """v0.5.2 takes a spec with "devices": [] (the current library refuses "no devices",
+    BAD_CURRENT): one reason why cdi.c writes no file for a resource without devices rather
+    than an empty spec."""
     spec = json.loads(good_spec.read_text())
     spec["devices"] = []
     f = tmp_path / "empty.json"
     f.write_text(json.dumps(spec))
-    rc, res = validate(validator, f)
+    rc, res = validate(validator_v052, f)
     assert rc == 0 and res["specs"][0]["ok"]
 
 

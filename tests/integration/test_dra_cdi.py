@@ -4,7 +4,8 @@ and its ResourceSlices (src/dra/dra-slices.c) for every fixture node.
 tests/tools/dra-render discovers a fixture node and writes the spec of one claim
 (rdma-dp.io-claim_<uid>.json, kind rdma-dp.io/claim, devices "<uid>-<DRA device name>");
 tests/tools/cdi-validate (the CDI Go library v0.5.2, see test_cdi_spec.py) reads it with the
-schema validator, builds a registry over the directory and injects device IDs into an empty
+schema validator, and tests/tools/cdi-validate-current (the current library) with its own checks;
+each builds a registry over the directory and injects device IDs into an empty
 OCI spec as runtimes do.
 """
 import json
