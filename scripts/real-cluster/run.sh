@@ -32,7 +32,7 @@ exec 9>/tmp/rdma-dp-e2e.lock
 flock 9
 RDP_K8S_BIN=$RDP_K8S_CACHE/v$K8S_VERSION/bin RDP_E2E_IMAGES=$out/images RDP_E2E_WORK=$out/work \
 RDP_FIXTURES=$build/fixtures RDMA_DP=$build/rdma-dp RDP_BUILD=$build \
-	/usr/bin/python3 -m pytest -p no:cacheprovider -q -rs --junitxml="$out/e2e-junit.xml" \
+	/usr/bin/python3 -m pytest -p no:cacheprovider -q -rs -o junit_logging=system-out --junitxml="$out/e2e-junit.xml" \
 	"$repo/tests/e2e" || rc=$?
 t3=$(date +%s)
 echo "e2e: components $((t1 - t0)) s, images $((t2 - t1)) s, tests $((t3 - t2)) s (logs: $out/work/logs)"

@@ -64,9 +64,11 @@ def node_resource(c, res=RES):
     return st.get("capacity", {}).get(res), st.get("allocatable", {}).get(res)
 
 
-def plugin_log(c):
+def plugin_log(c, since=None):
+    """The rdma-dp pod's log (from since, an RFC 3339 time, when given)."""
     name = plugin_pod(c)
-    return c.kubectl("logs", "-n", "kube-system", name, check=False).stdout if name else ""
+    extra = ["--since-time=" + since] if since else []
+    return c.kubectl("logs", "-n", "kube-system", name, *extra, check=False).stdout if name else ""
 
 
 def plugin_socket(c, res):
@@ -265,6 +267,49 @@ def test_plugin_pod_deleted_and_recreated(plugin):
     c.kubectl("delete", "pod", "survivor", "--wait=true")
 
 
+def test_container_restart_keeps_assignment(plugin):
+    """As upstream's "Keeps device plugin assignments across pod restarts": a container that
+    exits and is restarted by kubelet holds the same unit, and sees the same device nodes."""
+    c = plugin
+    name = "restarter"
+    c.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"hostNetwork": True, "restartPolicy": "Always", "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": name, "image": "localhost/rdp-workload:1",
+                                 "command": ["sh", "-c", "ls /dev/infiniband; sleep 3; exit 1"],
+                                 "resources": {"limits": {RES: "1"}}}]}}))
+    try:
+        cl.wait_for("a first run", lambda: c.get("pod", name)["status"].get("containerStatuses", [{}])[0].get(
+            "state", {}).get("running"), 60, 0.5)
+        first = cl.container_devices(c, "default", name)
+        cl.wait_for("the container restarted", lambda: c.get("pod", name)["status"]["containerStatuses"][0][
+            "restartCount"] >= 1, 90, 0.5)
+        assert cl.container_devices(c, "default", name) == first
+        # Each run listed the same device nodes (the Allocate answer is kubelet's, replayed).
+        runs = c.kubectl("logs", name, "--previous").stdout.split()
+        assert runs and set(runs) <= {p.name for p in (c.work / "node" / "dev" / "infiniband").iterdir()}, runs
+    finally:
+        c.kubectl("delete", "pod", name, "--wait=true", "--ignore-not-found")
+
+
+def test_plugin_removed_running_pod_stays(plugin):
+    """As upstream's device_plugin_test after "device plugin removed": the DaemonSet deleted,
+    rdma-dp stops (SIGTERM), kubelet marks its units unavailable: allocatable 0 while capacity
+    stays; the pod holding a unit keeps running. Applied again, everything is back."""
+    c = plugin
+    run_pod(c, "orphan")
+    before_ct = container_id(c, "orphan")
+    c.kubectl("delete", "ds", "-n", "kube-system", "rdma-dp", "--wait=true")
+    cl.wait_for("no rdma-dp pod", lambda: not c.get("pods", "-n", "kube-system", "-l", "name=rdma-dp")["items"], 60, 0.5)
+    cl.wait_for("allocatable 0, capacity 200", lambda: node_resource(c) == ("200", "0"), 60, 0.5)
+    assert container_id(c, "orphan") == before_ct
+    c.kubectl("apply", "-k", overlay(c))
+    cl.wait_for("rdma-dp Ready again", lambda: plugin_ready(c), 120, 0.5)
+    cl.wait_for("%s back" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    assert container_id(c, "orphan") == before_ct
+    c.kubectl("delete", "pod", "orphan", "--wait=true")
+
+
 def test_configmap_edit_applied_without_restart(plugin):
     """rdmaHcaMax changed in the ConfigMap: kubelet updates the mounted file, rdma-dp applies the
     diff (event=config-reloaded) and the node's capacity follows; the pod never restarts."""
@@ -420,7 +465,13 @@ def test_exclusive_pool_under_topology_and_cpu_managers(plugin, policy):
     c.kubectl("apply", "-k", overlay(c, "exclusive", base="overlays/exclusive"))
     c.kubectl("rollout", "status", "-n", "kube-system", "ds/rdma-dp", "--timeout=180s", timeout=200)
     cl.wait_for("rdma/compute on the node", lambda: node_resource(c, "rdma/compute") == ("8", "8"), 120, 0.5)
-    before = plugin_log(c)
+    # Right after a kubelet restart, until its pod sources are ready, the units of pods deleted
+    # just before it still count as in use (devicemanager: UpdateAllocatedDevices waits for the
+    # sources), and kubelet skips GetPreferredAllocation when the aligned units left are exactly
+    # the request. reconfigure_kubelet waited for the new kubelet's own Ready heartbeat; a
+    # moment more, as a pod arriving later would find it.
+    time.sleep(3)
+    since = cl.utcnow()
     name = "aligned-" + policy
     run_pod(c, name, "rdma/compute", 2, extra={"containers": [{
         "name": name, "image": "localhost/rdp-workload:1", "command": ["sh", "-c", "exec sleep infinity"],
@@ -428,7 +479,7 @@ def test_exclusive_pool_under_topology_and_cpu_managers(plugin, policy):
                       "requests": {"rdma/compute": "2", "cpu": "1", "memory": "64Mi"}}}]})
     try:
         held = cl.container_devices(c, "default", name)[name]["rdma/compute"]
-        log = plugin_log(c)[len(before):]
+        log = plugin_log(c, since)
         preferred = unit_ids(log, "preferred", "rdma/compute")
         allocated = unit_ids(log, "allocated", "rdma/compute")
         assert preferred and allocated, log[-3000:]
