@@ -3,8 +3,8 @@
 # reference CDI library (tags.cncf.io/container-device-interface, pinned in go.mod + go.sum),
 # fetched from the Go module proxy. The module cache and the Go build cache live under OUT's
 # directory (cdi-validate-current-go/), so a rebuild is offline and fast. Go is the machine's
-# /usr/local/go (GO_CURRENT overrides). Exit status 3 (nothing built) when no Go >= 1.23 is
-# there; a failed download (no proxy) is exit status 1 with go's message: CI has the proxy.
+# /usr/local/go (GO_CURRENT overrides; go.mod needs 1.23 or later). Exit status 3 (nothing built)
+# when that Go is missing; a failed download (no proxy) is exit status 1 with go's message.
 #   tests/tools/cdi-validate-current/build.sh OUT
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
