@@ -540,3 +540,43 @@ def test_driver_restart_with_a_prepared_claim(dra):
     cl.wait_for("unprepared by the new driver", lambda: not spec_file(c, uid).exists(), 60)
     assert uid not in checkpoint(c)
     assert re.search(r"event=claim-unprepared .*%s" % uid, driver_log(c)), driver_log(c)[-3000:]
+
+
+def test_generated_claim_released_when_the_pod_is_done(dra):
+    """Upstream dra.go's "deletes generated claims when pod is done": a pod of one-nic.yaml
+    whose container exits 0 (restartPolicy Never) is Succeeded; kubelet unprepares its claim
+    (spec and checkpoint entry gone) and the controller manager deletes the generated claim,
+    while the pod object stays."""
+    c = dra
+    docs = with_image(example("one-nic.yaml"))
+    pod = next(d for d in docs if d["kind"] == "Pod")
+    pod["metadata"]["name"] = "rdma-done"
+    pod["spec"]["restartPolicy"] = "Never"
+    pod["spec"]["containers"][0]["args"] = ["ls /dev/infiniband/rdma_cm && test -n \"$RDMA_DEVICE_NIC\""]
+    apply(c, docs)
+    c.wait_pod("default", "rdma-done", phase="Succeeded")
+    name = c.get("pod", "-n", "default", "rdma-done")["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    cl.wait_for("the generated claim deleted", lambda: c.kubectl(
+        "get", "resourceclaim", "-n", "default", name, check=False).returncode != 0, 60)
+    cl.wait_for("no claim left in the checkpoint", lambda: not checkpoint(c), 60)
+    assert not list(c.node_path("/run/cdi").glob("rdma-dp.io-claim_*.json"))
+    assert c.get("pod", "-n", "default", "rdma-done")["status"]["phase"] == "Succeeded"
+    delete_pod(c, "rdma-done")
+
+
+def test_api_server_restart(dra):
+    """kube-apiserver down for 5 s and back, with a prepared claim: the pod runs on, the pool
+    stays published (the driver's resync finds it as it was), and the driver, reconnecting,
+    prepares a new pod's claim and unprepares both."""
+    c = dra
+    uid, ibdev, cid = run_one_nic_pod(c, "rdma-api-restart")
+    before = {s["metadata"]["uid"] for s in published(c)}
+    cl.restart_apiserver(c, down_s=5)
+    assert {s["metadata"]["uid"] for s in published(c)} == before
+    assert container_id(c, "rdma-api-restart") == cid
+    uid2, _, _ = run_one_nic_pod(c, "rdma-api-restart-2")
+    assert uid2 != uid and spec_file(c, uid2).exists()
+    for name in ("rdma-api-restart", "rdma-api-restart-2"):
+        delete_pod(c, name)
+    cl.wait_for("both claims unprepared", lambda: not checkpoint(c), 60)
+    assert not spec_file(c, uid).exists() and not spec_file(c, uid2).exists()
