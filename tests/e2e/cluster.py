@@ -688,3 +688,12 @@ def swap_node(c, fixture):
             os.rename(e, node / sub / e.name)
     shutil.rmtree(tmp)
     c.node_fixture = fixture
+
+
+def restart_apiserver(c, down_s=0):
+    """Stops kube-apiserver, waits down_s seconds, starts it again and waits for /readyz."""
+    c.stop("kube-apiserver")
+    time.sleep(down_s)
+    c.start_apiserver()
+    wait_for("kube-apiserver /readyz after restart",
+             lambda: c.check_running("kube-apiserver") or c.apiserver_ready(), 180, 0.5)

@@ -773,6 +773,13 @@ def test_dra_examples():
     pod = next(d for d in tmpl if d["kind"] == "Pod")
     assert pod["spec"]["resourceClaims"] == [{"name": "gpunic",
                                               "resourceClaimTemplateName": "gpu-nic-aligned"}]
+    one = [d for d in yaml.safe_load_all((ex / "one-nic.yaml").read_text()) if d]
+    rct = next(d for d in one if d["kind"] == "ResourceClaimTemplate")
+    assert rct["spec"]["spec"]["devices"]["requests"] == [
+        {"name": "nic", "exactly": {"deviceClassName": "rdma-nic-ib", "count": 1}}]
+    pod = next(d for d in one if d["kind"] == "Pod")
+    assert pod["spec"]["resourceClaims"] == [{"name": "nic", "resourceClaimTemplateName": "rdma-nic-one"}]
+    assert [c["resources"]["claims"] for c in pod["spec"]["containers"]] == [[{"name": "nic"}]]
     shared = [d for d in yaml.safe_load_all((ex / "nccl-test-shared.yaml").read_text()) if d]
     claim = next(d for d in shared if d["kind"] == "ResourceClaim")
     req = claim["spec"]["devices"]["requests"][0]["exactly"]

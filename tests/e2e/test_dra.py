@@ -1,0 +1,582 @@
+"""rdma-dp's DRA driver on the real cluster (issue 20): deploy/dra applied with kubectl apply -k
+as shipped, with its RBAC and admission policy, against the real kube-apiserver (validation,
+defaulting, Node authorizer, NodeRestriction, the ValidatingAdmissionPolicy), scheduler
+(DynamicResources), controller manager (resourceclaim controller) and kubelet (DRA manager,
+plugin watcher, pod-resources API), with containerd's CDI.
+
+The test overlay (overlay(), written here) changes only what this machine needs:
+  * --sysfs-root: the fixture node's sys/ (a hostPath), since this machine has no RDMA devices;
+    --dev-root stays the deployed /host/dev (the node namespace's /dev, whose infiniband/ holds
+    the fixture's harmless c 1:3 nodes);
+  * KUBERNETES_SERVICE_HOST=127.0.0.1, KUBERNETES_SERVICE_PORT=6443: kubelet injects the
+    kubernetes Service's ClusterIP (10.0.0.1:443), which only kube-proxy could route, and this
+    cluster has none (127.0.0.1 only); variables set in the spec win over injected ones;
+  * the memlock hook: installed into a directory of this run instead of the host's
+    /opt/rdma-dp/bin (nothing of the host is written), and the specs name it there
+    (--memlock-hook); its value is one the runtime can set here: without CAP_SYS_RESOURCE
+    (this machine) a hard limit cannot be raised, so half the current one instead of
+    "unlimited" (test_memlock.py's reasoning).
+The image is deploy/dra's own (localhost/rdma-dp:0.1.0, imported by the cluster).
+
+The node serves the dgx-h100 fixture while these tests run: 8 InfiniBand NICs each on the PCIe
+root of one GPU, 4 RoCE functions on two roots of their own, so "one NIC" and "the NIC on the
+GPU's root" have one right answer.
+
+A stand-in for NVIDIA's GPU DRA driver (the GPU-aligned example asks for class gpu.nvidia.com):
+its DeviceClass and a ResourceSlice of driver gpu.nvidia.com published with kubectl, and a
+kubelet plugin of its own (gpu_dra_plugin.py) that prepares its claims with no CDI devices.
+"""
+import json
+import os
+import pathlib
+import re
+import resource
+import subprocess
+import time
+
+import pytest
+import yaml
+
+import cluster as cl
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "deploy" / "dra" / "examples"
+DRIVER = "rdma.rdma-dp.io"
+GPU_DRIVER = "gpu.nvidia.com"
+FIXTURE = "dgx-h100"
+WORKLOAD = "localhost/rdp-workload:1"
+CKPT = "/var/lib/kubelet/plugins/%s/checkpoint.json" % DRIVER
+# dgx-h100: mlx5_3 (0000:40:00.0) is the only InfiniBand NIC on pci0000:3d (GPU1's root);
+# pci0000:28 holds only the RoCE functions mlx5_1/mlx5_2, which rdma-nic-ib does not select.
+MLX5_3 = "pci-0000-40-00-0"
+ROOT_MLX5_3 = "pci0000:3d"
+ROOT_ROCE_ONLY = "pci0000:28"
+
+
+def memlock_value():
+    """--memlock for the claims' specs: unlimited where the runtime may raise a hard limit
+    (CAP_SYS_RESOURCE), else half the hard limit containerd's containers inherit (ours)."""
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    if cl._has_cap(24) or hard == resource.RLIM_INFINITY:
+        return "unlimited", None
+    v = max(4096, (hard // 2) // 4096 * 4096)
+    return str(v), v
+
+
+def overlay(c, memlock, name="dra-fixture-node"):
+    """deploy/dra plus the test's changes (module docstring); returns the overlay's directory."""
+    d = c.work / "overlays" / name
+    d.mkdir(parents=True, exist_ok=True)
+    hook = c.work / "dra-hook"
+    hook.mkdir(exist_ok=True)
+    ct = "/spec/template/spec/containers/0"
+    patch = [
+        {"op": "add", "path": ct + "/args/-", "value": "--sysfs-root=/host/fixture/sys"},
+        {"op": "add", "path": ct + "/args/-", "value": "--memlock=" + memlock},
+        {"op": "add", "path": ct + "/args/-", "value": "--memlock-hook=%s/rdma-dp" % hook},
+        {"op": "add", "path": ct + "/env/-", "value": {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"}},
+        {"op": "add", "path": ct + "/env/-", "value": {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}},
+        {"op": "add", "path": "/spec/template/spec/volumes/-",
+         "value": {"name": "fixture-sys",
+                   "hostPath": {"path": str(c.work / "node" / "sys"), "type": "Directory"}}},
+        {"op": "add", "path": ct + "/volumeMounts/-",
+         "value": {"name": "fixture-sys", "mountPath": "/host/fixture/sys", "readOnly": True}},
+        {"op": "test", "path": "/spec/template/spec/volumes/3/name", "value": "hook-bin"},
+        {"op": "replace", "path": "/spec/template/spec/volumes/3/hostPath/path", "value": str(hook)},
+    ]
+    (d / "kustomization.yaml").write_text(json.dumps({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(REPO / "deploy" / "dra", d)],  # kustomize: relative only
+        "patches": [{"target": {"kind": "DaemonSet", "name": "rdma-dp-dra"}, "patch": json.dumps(patch)}],
+    }, indent=1) + "\n")
+    return d
+
+
+# ------------------------------------------------------------------------------------- helpers
+def driver_pods(c):
+    return [p for p in c.get("pods", "-n", "kube-system", "-l", "name=rdma-dp-dra")["items"]
+            if not p["metadata"].get("deletionTimestamp")]
+
+
+def driver_ready(c):
+    for p in driver_pods(c):
+        for cond in p.get("status", {}).get("conditions", []):
+            if cond["type"] == "Ready" and cond["status"] == "True":
+                return p["metadata"]["name"]
+    return None
+
+
+def driver_log(c):
+    name = driver_ready(c) or ([p["metadata"]["name"] for p in driver_pods(c)] or [None])[0]
+    return c.kubectl("logs", "-n", "kube-system", name, check=False).stdout if name else ""
+
+
+def slices(c, driver=DRIVER):
+    return [s for s in c.get("resourceslices")["items"] if s["spec"]["driver"] == driver]
+
+
+def published(c):
+    """The pool's slices once complete (every slice of the newest generation present)."""
+    s = slices(c)
+    if not s:
+        return None
+    gen = max(x["spec"]["pool"]["generation"] for x in s)
+    cur = [x for x in s if x["spec"]["pool"]["generation"] == gen]
+    return cur if len(cur) == cur[0]["spec"]["pool"]["resourceSliceCount"] else None
+
+
+def usable_devices(c):
+    """The fixture node's usable RDMA devices, by rdma-dp discover: {ibdev: device}."""
+    out = subprocess.run([os.environ["RDMA_DP"], "discover", "--sysfs-root", str(c.work / "node" / "sys"),
+                          "--dev-root", str(c.work / "node" / "dev"), "-o", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    return {d["name"]: d for d in json.loads(out)["devices"] if d["usable"]}
+
+
+def by_device_name(c):
+    """{published device name: its attributes} of the pool."""
+    return {d["name"]: d["attributes"] for s in published(c) for d in s["spec"]["devices"]}
+
+
+def exec_out(c, pod, *cmd, container=None):
+    args = ["exec", "-n", "default", pod] + (["-c", container] if container else []) + ["--"] + list(cmd)
+    return c.kubectl(*args).stdout
+
+
+def container_nodes(c, pod, container=None):
+    out = exec_out(c, pod, "sh", "-c", "ls /dev/infiniband 2>/dev/null; true", container=container)
+    return sorted(out.split())
+
+
+def container_env(c, pod, container=None):
+    return dict(kv.split("=", 1) for kv in exec_out(c, pod, "env", container=container).splitlines()
+                if "=" in kv)
+
+
+def container_memlock(c, pod):
+    """(soft, hard) RLIMIT_MEMLOCK of the container's process, bytes (None: unlimited). Its
+    init process's (PID 1): the hook sets the limit of the process the runtime created; a
+    process of kubectl exec (runc exec) starts from the runtime's own limits."""
+    for line in exec_out(c, pod, "cat", "/proc/1/limits").splitlines():
+        if line.startswith("Max locked memory"):
+            f = line.split()
+            return tuple(None if v == "unlimited" else int(v) for v in f[3:5])
+    raise AssertionError("no memlock line")
+
+
+def with_image(docs, image=WORKLOAD):
+    """The examples' documents with every container's image swapped for the local one (no
+    registry is reachable), and hostNetwork where a pod lacks it (the cluster's CNI is
+    loopback-only: a pod network's sandbox fails, "failed to find network info"); nothing else
+    changed."""
+    for d in docs:
+        if d["kind"] not in ("Pod", "StatefulSet", "DaemonSet", "Deployment"):
+            continue
+        spec = d["spec"] if d["kind"] == "Pod" else d["spec"]["template"]["spec"]
+        spec["hostNetwork"] = True
+        for ct in spec.get("containers", []) + spec.get("initContainers", []):
+            ct["image"] = image
+    return docs
+
+
+def example(name):
+    return [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+
+
+def apply(c, docs):
+    c.kubectl("apply", "-f", "-", input="\n---\n".join(yaml.safe_dump(d) for d in docs))
+
+
+def pod_claim(c, pod, ref):
+    """The ResourceClaim behind the pod's claim reference `ref` (a template's generated one)."""
+    p = c.get("pod", "-n", "default", pod)
+    for st in p.get("status", {}).get("resourceClaimStatuses", []):
+        if st["name"] == ref:
+            return c.get("resourceclaim", "-n", "default", st["resourceClaimName"])
+    for rc in p["spec"].get("resourceClaims", []):
+        if rc["name"] == ref and rc.get("resourceClaimName"):
+            return c.get("resourceclaim", "-n", "default", rc["resourceClaimName"])
+    return None
+
+
+def results(claim):
+    return [(r["request"], r["driver"], r["pool"], r["device"])
+            for r in claim["status"]["allocation"]["devices"]["results"]]
+
+
+def spec_file(c, uid):
+    # /run/cdi, not /var/run/cdi: /var/run is an absolute symlink, which /proc/<pid>/root
+    # would resolve against our root, not the node's
+    return c.node_path("/run/cdi/rdma-dp.io-claim_%s.json" % uid)
+
+
+def checkpoint(c):
+    try:
+        return json.loads(c.node_path(CKPT).read_text()).get("claims", {})
+    except FileNotFoundError:
+        return {}
+
+
+def want_nodes(dev_by_ibdev, ibdevs):
+    """/dev/infiniband of a container given these NICs: their char devices and rdma_cm."""
+    names = {"rdma_cm"}
+    for ib in ibdevs:
+        names |= {pathlib.Path(p).name for p in dev_by_ibdev[ib]["char_devices"] if p}
+    return sorted(names)
+
+
+def delete_pod(c, name, ns="default"):
+    # The workload's sleep is PID 1 and ignores SIGTERM: a short grace period, not the 30 s one.
+    c.kubectl("delete", "pod", "-n", ns, name, "--grace-period=1", "--wait=true", "--ignore-not-found",
+              timeout=120)
+
+
+def events_for(c, name):
+    return c.get("events", "-n", "default", "--field-selector", "involvedObject.name=" + name)["items"]
+
+
+# ------------------------------------------------------------------------------------- fixture
+@pytest.fixture(scope="module")
+def dra(cluster):
+    c = cluster
+    before = c.node_fixture
+    if c.node_fixture != FIXTURE:
+        cl.swap_node(c, FIXTURE)
+    started_gpu = not c.running("gpu-plugin")
+    if started_gpu:  # the seeds' NCCL example asks for nvidia.com/gpu beside its claim
+        c.start("gpu-plugin", ["/usr/bin/python3", pathlib.Path(__file__).parent / "gpu_plugin.py"],
+                in_node=True)
+    memlock, c.dra_memlock = memlock_value()
+    t0 = time.monotonic()
+    c.kubectl("apply", "-k", overlay(c, memlock))
+    cl.wait_for("the rdma-dp-dra pod Ready", lambda: driver_ready(c), 180, 0.5)
+    cl.wait_for("the rdma.rdma-dp.io pool published", lambda: published(c), 60, 0.5)
+    c.timings["dra_ready"] = time.monotonic() - t0
+    print("\ndeploy/dra: driver Ready and pool published %.1f s after apply -k" % c.timings["dra_ready"])
+    yield c
+    for kind in ("pod", "statefulset", "resourceclaim", "resourceclaimtemplate"):
+        c.kubectl("delete", kind, "-n", "default", "--all", "--grace-period=1", "--wait=true",
+                  check=False, timeout=180)
+    c.kubectl("delete", "-k", overlay(c, memlock), "--wait=true", check=False, timeout=180)
+    c.kubectl("delete", "resourceslices", "--field-selector", "spec.driver=" + GPU_DRIVER, check=False)
+    c.kubectl("delete", "deviceclass", GPU_DRIVER, "--ignore-not-found", check=False)
+    c.stop("gpu-dra-plugin")
+    if started_gpu:
+        c.stop("gpu-plugin")
+    if c.node_fixture != before:
+        cl.swap_node(c, before)
+
+
+# ------------------------------------------------------------------------------------- tests
+def test_deploys_and_publishes_the_pool(dra):
+    """deploy/dra as shipped reaches Ready on the real cluster (its token, RBAC, the admission
+    policy), and the pool is published as upstream's "must manage ResourceSlices" checks: owned
+    by the Node (controller, no blockOwnerDeletion), pool == node, the slice count, every usable
+    device once, its attributes kept as written by the server's validation and defaulting."""
+    c = dra
+    pod = c.get("pod", "-n", "kube-system", driver_ready(c))
+    assert [ct["image"] for ct in pod["spec"]["containers"] + pod["spec"]["initContainers"]] == \
+        ["localhost/rdma-dp:0.1.0"] * 2
+    s = published(c)
+    node = c.node()
+    assert len(s) == 1, s
+    md = s[0]["metadata"]
+    assert md["name"].startswith("%s-%s-000-" % (cl.NODE, DRIVER)), md["name"]
+    assert md["ownerReferences"] == [{"apiVersion": "v1", "kind": "Node", "name": cl.NODE,
+                                      "uid": node["metadata"]["uid"], "controller": True}]
+    spec = s[0]["spec"]
+    assert spec["nodeName"] == cl.NODE and spec["driver"] == DRIVER
+    assert spec["pool"]["name"] == cl.NODE and spec["pool"]["resourceSliceCount"] == 1
+    usable = usable_devices(c)
+    devs = {d["name"]: d["attributes"] for d in spec["devices"]}
+    assert sorted(a["ibdev"]["string"] for a in devs.values()) == sorted(usable)
+    a = devs[MLX5_3]
+    assert a["ibdev"] == {"string": "mlx5_3"} and a["linkLayer"] == {"string": "InfiniBand"}
+    assert a["resource.kubernetes.io/pcieRoot"] == {"string": ROOT_MLX5_3}
+    assert a["resource.kubernetes.io/pciBusID"] == {"string": "0000:40:00.0"}
+    # The server's defaulting leaves nothing for the driver's check to find: at its next 10 s
+    # resync it writes nothing (the slice's resourceVersion stays, no slices-sync logged).
+    rv = md["resourceVersion"]
+    syncs = driver_log(c).count("event=slices-sync")
+    time.sleep(11)
+    assert published(c)[0]["metadata"]["resourceVersion"] == rv
+    assert driver_log(c).count("event=slices-sync") == syncs, driver_log(c)[-3000:]
+    assert "level=error" not in driver_log(c).lower(), driver_log(c)[-3000:]
+
+
+def test_admission_policy_limits_slice_writes_to_its_own_node(dra):
+    """node-restriction.yaml on the real API server: the driver's identity, with a token bound
+    to its pod (so carrying the pod's node-name), may write a slice of its own node and is
+    refused one of another node; the same account's token not bound to a pod (no node-name)
+    is refused everything."""
+    c = dra
+    pod = driver_ready(c)
+    bound = c.kubectl("create", "token", "rdma-dp-dra", "-n", "kube-system", "--bound-object-kind", "Pod",
+                      "--bound-object-name", pod, "--duration", "10m").stdout.strip()
+    unbound = c.kubectl("create", "token", "rdma-dp-dra", "-n", "kube-system", "--duration", "10m").stdout.strip()
+
+    def as_driver(token, node, verb="create"):
+        # a driver name of its own: the slice is nobody's pool, the driver ignores it
+        doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+               "metadata": {"name": "vap-probe-" + node.replace(".", "-")},
+               "spec": {"driver": "vap-probe.example.com", "nodeName": node,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": []}}
+        return subprocess.run([str(c.bin / "kubectl"), "--server", cl.API, "--certificate-authority",
+                               str(c.pki / "ca.crt"), "--token", token, verb, "-f", "-"],
+                              input=json.dumps(doc), capture_output=True, text=True, timeout=60)
+
+    other = as_driver(bound, "other-node")
+    assert other.returncode != 0 and "may write the ResourceSlices of its own node (%s) only" % cl.NODE \
+        in other.stderr, other.stderr
+    nobody = as_driver(unbound, cl.NODE)
+    assert nobody.returncode != 0 and "rdma-dp-dra may write" in nobody.stderr, nobody.stderr
+    own = as_driver(bound, cl.NODE)
+    assert own.returncode == 0, own.stderr
+    gone = as_driver(bound, cl.NODE, "delete")
+    assert gone.returncode == 0, gone.stderr
+    # the ClusterRole has no watch and no claim writes
+    for verb, res in (("watch", "resourceslices"), ("update", "resourceclaims"), ("list", "resourceclaims"),
+                      ("get", "secrets")):
+        p = c.kubectl("auth", "can-i", verb, res, "--as", "system:serviceaccount:kube-system:rdma-dp-dra",
+                      check=False)
+        assert p.stdout.strip() == "no", (verb, res, p.stdout)
+
+
+def test_one_nic_from_a_claim_template(dra):
+    """deploy/dra/examples/one-nic.yaml (image swapped): the generated claim is allocated one
+    InfiniBand NIC of this pool and reserved for the pod; the container has exactly that NIC's
+    char devices and rdma_cm, the claim's variables, the memlock the spec's hook set; kubelet's
+    pod-resources API lists the claim's CDI device; a second container that names no claim gets
+    none of it (upstream's per-container mapping). Deleting the pod unprepares the claim (spec
+    file and checkpoint entry gone) and deletes the generated claim."""
+    c = dra
+    docs = with_image(example("one-nic.yaml"))
+    pod = next(d for d in docs if d["kind"] == "Pod")
+    pod["spec"]["containers"].append({"name": "no-claim", "image": WORKLOAD,
+                                      "command": ["sh", "-c", "exec sleep infinity"]})
+    apply(c, docs)
+    c.wait_pod("default", "rdma-one-nic")
+    claim = pod_claim(c, "rdma-one-nic", "nic")
+    uid = claim["metadata"]["uid"]
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "rdma-one-nic"
+    res = results(claim)
+    assert len(res) == 1 and res[0][:3] == ("nic", DRIVER, cl.NODE), res
+    device = res[0][3]
+    attrs = by_device_name(c)[device]
+    assert attrs["linkLayer"] == {"string": "InfiniBand"}
+    ibdev = attrs["ibdev"]["string"]
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["rdma-one-nic"]
+    # the container: that NIC, nothing else
+    assert container_nodes(c, "rdma-one-nic", "app") == want_nodes(usable_devices(c), [ibdev])
+    env = container_env(c, "rdma-one-nic", "app")
+    assert {k: env.get(k) for k in ("RDMA_DEVICE_NIC", "NCCL_IB_HCA", "UCX_NET_DEVICES")} == \
+        {"RDMA_DEVICE_NIC": ibdev + ":1", "NCCL_IB_HCA": "=%s:1" % ibdev, "UCX_NET_DEVICES": ibdev + ":1"}
+    if c.dra_memlock:
+        assert container_memlock(c, "rdma-one-nic") == (c.dra_memlock, c.dra_memlock)
+    assert container_nodes(c, "rdma-one-nic", "no-claim") == []
+    assert not any(k.startswith(("RDMA_DEVICE_", "NCCL_IB_HCA", "UCX_NET"))
+                   for k in container_env(c, "rdma-one-nic", "no-claim"))
+    # kubelet's record: pod-resources Get
+    pr = cl.podresources_pb2()
+    got = cl.podresources(c, "Get", pr.GetPodResourcesRequest(pod_name="rdma-one-nic", pod_namespace="default"))
+    dyn = {ct.name: [(d.claim_name, d.claim_namespace,
+                      [(r.driver_name, r.pool_name, r.device_name, [x.name for x in r.cdi_devices])
+                       for r in d.claim_resources]) for d in ct.dynamic_resources]
+           for ct in got.pod_resources.containers}
+    assert dyn == {"app": [(claim["metadata"]["name"], "default",
+                            [(DRIVER, cl.NODE, device, ["rdma-dp.io/claim=%s-%s" % (uid, device)])])],
+                   "no-claim": []}, dyn
+    assert spec_file(c, uid).exists()
+    assert checkpoint(c)[uid]["state"] == "prepared"
+    # the pod goes: unprepared, and the generated claim deleted
+    delete_pod(c, "rdma-one-nic")
+    cl.wait_for("the claim's CDI spec removed", lambda: not spec_file(c, uid).exists(), 60)
+    assert uid not in checkpoint(c)
+    cl.wait_for("the generated claim deleted", lambda: c.kubectl(
+        "get", "resourceclaim", "-n", "default", claim["metadata"]["name"], check=False).returncode != 0, 60)
+    log = driver_log(c)
+    assert re.search(r"event=claim-prepared .*%s" % uid, log) and re.search(r"event=claim-unprepared .*%s" % uid, log), \
+        log[-3000:]
+
+
+def test_shared_claim_two_pods(dra):
+    """The seeds' NCCL example (deploy/dra/examples/nccl-test-shared.yaml, image swapped): one
+    ResourceClaim of every InfiniBand NIC used by the StatefulSet's two pods; both reserve it,
+    both containers get all 8 NICs, one CDI spec serves both. When the pods go, upstream's
+    "removes reservation from claim when pod is done": reservedFor empties, the claim is
+    unprepared, and the claim itself (not generated) stays."""
+    c = dra
+    apply(c, with_image(example("nccl-test-shared.yaml")))
+    for name in ("nccl-a-0", "nccl-a-1"):
+        cl.wait_for("pod " + name, lambda n=name: c.kubectl("get", "pod", n, check=False).returncode == 0, 120, 0.5)
+        c.wait_pod("default", name, timeout=180)
+    claim = c.get("resourceclaim", "-n", "default", "rdma-shared-a")
+    uid = claim["metadata"]["uid"]
+    ib = sorted(n for n, d in usable_devices(c).items()
+                if any(p.get("link_layer") == "infiniband" for p in d["ports"]))
+    assert len(ib) == 8, ib
+    pool = by_device_name(c)
+    got = sorted(pool[r[3]]["ibdev"]["string"] for r in results(claim))
+    assert got == ib and {r[:3] for r in results(claim)} == {("hca", DRIVER, cl.NODE)}
+    assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["nccl-a-0", "nccl-a-1"]
+    want = want_nodes(usable_devices(c), ib)
+    for name in ("nccl-a-0", "nccl-a-1"):
+        assert container_nodes(c, name) == want
+        env = container_env(c, name)
+        assert sorted(env["NCCL_IB_HCA"].lstrip("=").split(",")) == sorted(x + ":1" for x in ib), env
+        assert "NVIDIA_VISIBLE_DEVICES" in env  # the GPU stand-in's Allocate, beside the claim
+    assert spec_file(c, uid).exists() and list(checkpoint(c)) == [uid]
+    c.kubectl("delete", "statefulset", "nccl-a", "--wait=true")
+    for name in ("nccl-a-0", "nccl-a-1"):
+        delete_pod(c, name)
+    cl.wait_for("reservedFor emptied", lambda: not c.get("resourceclaim", "-n", "default", "rdma-shared-a")
+                ["status"].get("reservedFor"), 60)
+    cl.wait_for("the shared claim unprepared", lambda: not spec_file(c, uid).exists(), 60)
+    assert uid not in checkpoint(c)
+    claim = c.get("resourceclaim", "-n", "default", "rdma-shared-a")
+    assert claim["metadata"]["uid"] == uid
+    c.kubectl("delete", "resourceclaim", "rdma-shared-a", "--wait=true")
+
+
+def gpu_slice(pcie_root):
+    """The stand-in GPU driver's slice: one GPU on pcie_root, pool <node>-gpu."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "%s-gpu" % cl.NODE},
+            "spec": {"driver": GPU_DRIVER, "nodeName": cl.NODE,
+                     "pool": {"name": cl.NODE, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-1", "attributes": {
+                         "resource.kubernetes.io/pcieRoot": {"string": pcie_root},
+                         "productName": {"string": "stand-in"}}}]}}
+
+
+def test_gpu_aligned_claim(dra):
+    """deploy/dra/examples/gpu-nic-aligned.yaml (image swapped) with a stand-in GPU driver:
+    where its one GPU's pcieRoot has only RoCE functions, the pod is refused by the scheduler
+    (Unschedulable: no InfiniBand NIC matches); once the GPU slice names mlx5_3's root, the
+    scheduler retries and allocates exactly that GPU and mlx5_3, and the pod runs with mlx5_3
+    alone (the GPU's kubelet plugin, a stand-in, prepares its half with nothing)."""
+    c = dra
+    apply(c, [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": GPU_DRIVER},
+               "spec": {"selectors": [{"cel": {"expression": 'device.driver == "%s"' % GPU_DRIVER}}]}},
+              gpu_slice(ROOT_ROCE_ONLY)])
+    c.start("gpu-dra-plugin", ["/usr/bin/python3", pathlib.Path(__file__).parent / "gpu_dra_plugin.py",
+                               "--kubeconfig-dir", c.kc], in_node=True)
+    apply(c, with_image(example("gpu-nic-aligned.yaml")))
+
+    def unschedulable():
+        conds = c.get("pod", "-n", "default", "train-aligned").get("status", {}).get("conditions", [])
+        return [x for x in conds if x["type"] == "PodScheduled" and x["status"] == "False"
+                and x.get("reason") == "Unschedulable"]
+    cond = cl.wait_for("train-aligned Unschedulable", unschedulable, 60)
+    assert "cannot allocate all claims" in cond[0].get("message", ""), cond
+    time.sleep(2)
+    assert not c.get("pod", "-n", "default", "train-aligned")["spec"].get("nodeName")
+    # the GPU now on mlx5_3's root: the slice update requeues the pod
+    apply(c, [gpu_slice(ROOT_MLX5_3)])
+    c.wait_pod("default", "train-aligned", timeout=120)
+    claim = pod_claim(c, "train-aligned", "gpunic")
+    assert sorted(results(claim)) == [("gpu", GPU_DRIVER, cl.NODE, "gpu-1"), ("nic", DRIVER, cl.NODE, MLX5_3)]
+    assert container_nodes(c, "train-aligned") == want_nodes(usable_devices(c), ["mlx5_3"])
+    assert container_env(c, "train-aligned").get("RDMA_DEVICE_NIC") == "mlx5_3:1"
+    uid = claim["metadata"]["uid"]
+    delete_pod(c, "train-aligned")
+    cl.wait_for("the aligned claim unprepared", lambda: not spec_file(c, uid).exists(), 60)
+
+
+def run_one_nic_pod(c, name):
+    """one-nic.yaml's pod under another name, Running: (claim uid, its ibdev, container)."""
+    docs = with_image(example("one-nic.yaml"))
+    pod = next(d for d in docs if d["kind"] == "Pod")
+    pod["metadata"]["name"] = name
+    apply(c, docs)
+    c.wait_pod("default", name)
+    claim = pod_claim(c, name, "nic")
+    ibdev = by_device_name(c)[results(claim)[0][3]]["ibdev"]["string"]
+    return claim["metadata"]["uid"], ibdev, container_id(c, name)
+
+
+def container_id(c, pod):
+    st = c.get("pod", "-n", "default", pod)["status"]["containerStatuses"][0]
+    return st["containerID"], st["restartCount"]
+
+
+def test_kubelet_restart_wipes_and_driver_republishes(dra):
+    """Upstream dra_test.go: kubelet removes this node's slices when it starts, and the driver,
+    registered again, publishes the pool again (new slices); a pod with a prepared claim keeps
+    running through it (same container, no restart), its claim still prepared."""
+    c = dra
+    uid, ibdev, cid = run_one_nic_pod(c, "rdma-kubelet-restart")
+    old = {s["metadata"]["uid"] for s in published(c)}
+    c.restart_kubelet()
+    cl.wait_for("the pool re-published under new slices",
+                lambda: (lambda s: s and not {x["metadata"]["uid"] for x in s} & old)(published(c)), 90, 0.5)
+    cl.wait_for("node Ready after the kubelet restart", c.node_ready, 90, 0.5)
+    assert container_id(c, "rdma-kubelet-restart") == cid
+    assert spec_file(c, uid).exists() and checkpoint(c)[uid]["state"] == "prepared"
+    # still has its NIC (exec works once the new kubelet has the pod again)
+    ls = cl.wait_for("kubectl exec after the restart", lambda: (lambda p: p.returncode == 0 and p.stdout)(
+        c.kubectl("exec", "rdma-kubelet-restart", "--", "ls", "/dev/infiniband", check=False)), 60, 1)
+    assert sorted(ls.split()) == want_nodes(usable_devices(c), [ibdev])
+    delete_pod(c, "rdma-kubelet-restart")
+    cl.wait_for("unprepared after the kubelet restart", lambda: not spec_file(c, uid).exists(), 60)
+    assert uid not in checkpoint(c)
+
+
+def test_driver_restart_with_a_prepared_claim(dra):
+    """The driver's pod deleted while a claim is prepared: the DaemonSet's new pod loads the
+    checkpoint and registers again; the workload pod keeps running (same container); deleting
+    it afterwards is unprepared by the new driver (spec and checkpoint entry gone)."""
+    c = dra
+    uid, ibdev, cid = run_one_nic_pod(c, "rdma-driver-restart")
+    first = driver_ready(c)
+    c.kubectl("delete", "pod", "-n", "kube-system", first, "--wait=true", timeout=120)
+    cl.wait_for("a new rdma-dp-dra pod Ready", lambda: (lambda n: n and n != first)(driver_ready(c)), 120, 0.5)
+    cl.wait_for("the new driver's checkpoint-loaded and registered",
+                lambda: "event=registered" in driver_log(c) and "event=checkpoint-loaded" in driver_log(c), 60, 0.5)
+    assert published(c)
+    assert container_id(c, "rdma-driver-restart") == cid
+    assert spec_file(c, uid).exists() and checkpoint(c)[uid]["state"] == "prepared"
+    delete_pod(c, "rdma-driver-restart")
+    cl.wait_for("unprepared by the new driver", lambda: not spec_file(c, uid).exists(), 60)
+    assert uid not in checkpoint(c)
+    assert re.search(r"event=claim-unprepared .*%s" % uid, driver_log(c)), driver_log(c)[-3000:]
+
+
+def test_generated_claim_released_when_the_pod_is_done(dra):
+    """Upstream dra.go's "deletes generated claims when pod is done": a pod of one-nic.yaml
+    whose container exits 0 (restartPolicy Never) is Succeeded; kubelet unprepares its claim
+    (spec and checkpoint entry gone) and the controller manager deletes the generated claim,
+    while the pod object stays."""
+    c = dra
+    docs = with_image(example("one-nic.yaml"))
+    pod = next(d for d in docs if d["kind"] == "Pod")
+    pod["metadata"]["name"] = "rdma-done"
+    pod["spec"]["restartPolicy"] = "Never"
+    pod["spec"]["containers"][0]["args"] = ["ls /dev/infiniband/rdma_cm && test -n \"$RDMA_DEVICE_NIC\""]
+    apply(c, docs)
+    c.wait_pod("default", "rdma-done", phase="Succeeded")
+    name = c.get("pod", "-n", "default", "rdma-done")["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    cl.wait_for("the generated claim deleted", lambda: c.kubectl(
+        "get", "resourceclaim", "-n", "default", name, check=False).returncode != 0, 60)
+    cl.wait_for("no claim left in the checkpoint", lambda: not checkpoint(c), 60)
+    assert not list(c.node_path("/run/cdi").glob("rdma-dp.io-claim_*.json"))
+    assert c.get("pod", "-n", "default", "rdma-done")["status"]["phase"] == "Succeeded"
+    delete_pod(c, "rdma-done")
+
+
+def test_api_server_restart(dra):
+    """kube-apiserver down for 5 s and back, with a prepared claim: the pod runs on, the pool
+    stays published (the driver's resync finds it as it was), and the driver, reconnecting,
+    prepares a new pod's claim and unprepares both."""
+    c = dra
+    uid, ibdev, cid = run_one_nic_pod(c, "rdma-api-restart")
+    before = {s["metadata"]["uid"] for s in published(c)}
+    cl.restart_apiserver(c, down_s=5)
+    assert {s["metadata"]["uid"] for s in published(c)} == before
+    assert container_id(c, "rdma-api-restart") == cid
+    uid2, _, _ = run_one_nic_pod(c, "rdma-api-restart-2")
+    assert uid2 != uid and spec_file(c, uid2).exists()
+    for name in ("rdma-api-restart", "rdma-api-restart-2"):
+        delete_pod(c, name)
+    cl.wait_for("both claims unprepared", lambda: not checkpoint(c), 60)
+    assert not spec_file(c, uid).exists() and not spec_file(c, uid2).exists()
