@@ -36,10 +36,11 @@ import podman_run  # noqa: E402  (harmless_node)
 NODE = "127.0.0.1"
 API = "https://127.0.0.1:6443"
 PR_SET_CHILD_SUBREAPER = 36
+MEMLOCK_SOFT = 64 * 1024
 # Directories the node namespace mounts over; created on the host when missing (empty), and
 # removed again at teardown if this run created them.
 MOUNTPOINTS = ("/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/run/cdi", "/etc/cdi",
-               "/run/containerd")
+               "/run/containerd", "/opt/rdma-dp")
 
 HOLDER_SCRIPT = r"""
 set -eu
@@ -74,6 +75,7 @@ mount --bind "$W/container-logs" /var/log/containers
 mount --bind "$W/cdi" /var/run/cdi
 mount --bind "$W/etccdi" /etc/cdi
 mount --bind "$W/run-containerd" /run/containerd
+mount --bind "$W/opt-rdma-dp" /opt/rdma-dp
 echo ready
 exec sleep 2147483647
 """
@@ -265,7 +267,7 @@ state = "%(w)s/run"
         return dest
 
     def start_holder(self):
-        for d in ("ns/dev", "ns/sysclass", "kubelet", "pod-logs", "container-logs", "cdi", "etccdi", "run-containerd", "run",
+        for d in ("ns/dev", "ns/sysclass", "kubelet", "pod-logs", "container-logs", "cdi", "etccdi", "run-containerd", "opt-rdma-dp", "run",
                   "containerd", "data"):
             (self.work / d).mkdir(parents=True, exist_ok=True)
         for m in MOUNTPOINTS:
@@ -284,8 +286,27 @@ state = "%(w)s/run"
                                (self.logs / "holder.log").read_text().strip())
 
     def node_path(self, path):
-        """A path inside the node namespace, as seen from here."""
-        return pathlib.Path("/proc/%d/root" % self.holder.pid) / str(path).lstrip("/")
+        """A path inside the node namespace, as seen from here. Symbolic links on the way are
+        resolved inside that namespace (/var/run -> /run: an absolute link followed through
+        /proc/<pid>/root would land in this namespace's /run)."""
+        root = pathlib.Path("/proc/%d/root" % self.holder.pid)
+        todo = [p for p in str(path).split("/") if p]
+        done = []
+        for _ in range(64):
+            if not todo:
+                break
+            part = todo.pop(0)
+            cur = root.joinpath(*done, part)
+            if os.path.islink(cur):
+                target = os.readlink(cur)
+                todo = [p for p in target.split("/") if p] + todo
+                if target.startswith("/"):
+                    done = []
+            elif part == "..":
+                done = done[:-1]
+            elif part != ".":
+                done.append(part)
+        return root.joinpath(*done, *todo)
 
     # ---------------------------------------------------------------- processes
     def start(self, name, argv, in_node=False, env=None):
@@ -381,7 +402,11 @@ state = "%(w)s/run"
 
     def start_containerd(self):
         env = {"PATH": "%s:%s" % (self.bin, os.environ.get("PATH", "/usr/bin:/bin"))}
-        self.start("containerd", [self.bin / "containerd", "--config", self.work / "etc" / "containerd.toml"],
+        # Containers inherit the runtime's RLIMIT_MEMLOCK: a soft limit of 64 KiB (the kernel's
+        # default, what many nodes' runtimes have) under this machine's hard one, so that the
+        # memlock hook's raise is seen even where raising the hard limit is not permitted.
+        self.start("containerd", ["prlimit", "--memlock=%d:%s" % (MEMLOCK_SOFT, _memlock_hard()), "--",
+                                  self.bin / "containerd", "--config", self.work / "etc" / "containerd.toml"],
                    in_node=True, env=env)
 
     def start_kubelet(self):
@@ -527,6 +552,16 @@ def _has_cap(bit):
             if line.startswith("CapEff:"):
                 return bool(int(line.split()[1], 16) >> bit & 1)
     return False
+
+
+def _memlock_hard():
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    return "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+
+
+def has_cap_sys_resource():
+    return _has_cap(24)
 
 
 def _cgroup_v2():

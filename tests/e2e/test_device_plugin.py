@@ -22,8 +22,8 @@ SEEDS = pathlib.Path(__file__).resolve().parent / "seeds"
 RES = "rdma/hca_shared_devices_a"
 
 
-def overlay(c, name="fixture-node", extra_patches=()):
-    """deploy/base plus --sysfs-root=<fixture>; returns the overlay's directory."""
+def overlay(c, name="fixture-node", extra_patches=(), base="base"):
+    """deploy/<base> plus --sysfs-root=<fixture>; returns the overlay's directory."""
     d = c.work / "overlays" / name
     d.mkdir(parents=True, exist_ok=True)
     patch = [
@@ -37,7 +37,7 @@ def overlay(c, name="fixture-node", extra_patches=()):
     ] + list(extra_patches)
     (d / "kustomization.yaml").write_text(json.dumps({
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": [os.path.relpath(REPO / "deploy" / "base", d)],  # kustomize: relative only
+        "resources": [os.path.relpath(REPO / "deploy" / base, d)],  # kustomize: relative only
         "patches": [{"target": {"kind": "DaemonSet", "name": "rdma-dp"}, "patch": json.dumps(patch)}],
     }, indent=1) + "\n")
     return d
@@ -169,7 +169,7 @@ def test_container_gets_what_allocate_returned(plugin):
     c = plugin
     c.kubectl("apply", "-f", "-", input=json.dumps({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rdma-test", "namespace": "default"},
-        "spec": {"hostNetwork": True, "restartPolicy": "Never", "containers": [{
+        "spec": {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
             "name": "rdma-test", "image": "localhost/rdp-workload:1",
             "command": ["sh", "-c", "exec sleep infinity"],
             "resources": {"limits": {RES: "1"}, "requests": {RES: "1"}},
@@ -196,3 +196,198 @@ def test_container_gets_what_allocate_returned(plugin):
     for k, v in want.envs.items():
         assert env.get(k) == v, (k, v, env.get(k))
     c.kubectl("delete", "pod", "rdma-test", "--wait=true")
+
+
+def run_pod(c, name, res=RES, units=1, extra=None):
+    """A hostNetwork pod of the workload image holding units of res; waits until it runs."""
+    spec = {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
+        "name": name, "image": "localhost/rdp-workload:1", "command": ["sh", "-c", "exec sleep infinity"],
+        "resources": {"limits": {res: str(units)}, "requests": {res: str(units)}}}]}
+    spec.update(extra or {})
+    c.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}))
+    return c.wait_pod("default", name)
+
+
+def container_id(c, name):
+    st = c.get("pod", "-n", "default", name)["status"]["containerStatuses"][0]
+    return st["containerID"], st["restartCount"], st.get("state", {}).get("running") is not None
+
+
+def test_kubelet_restart_keeps_pods_and_assignments(plugin):
+    """As upstream's device_plugin_test "Keeps device plugin assignments across kubelet
+    restarts": the resource comes back, the pod keeps running (same container), and the
+    pod-resources API reports the same device for it."""
+    c = plugin
+    run_pod(c, "keep")
+    before_ids = cl.container_devices(c, "default", "keep")
+    before_ct = container_id(c, "keep")
+    c.restart_kubelet()
+    cl.wait_for("node Ready after the kubelet restart", c.node_ready, 120, 0.5)
+    cl.wait_for("%s back after the kubelet restart" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    assert container_id(c, "keep") == before_ct
+    # kubelet learns its pods again after the restart: pod-resources answers once it has.
+    cl.wait_for("the pod in pod-resources again", lambda: cl.container_devices(c, "default", "keep"), 60, 0.5)
+    assert cl.container_devices(c, "default", "keep") == before_ids
+    # A new pod is admitted with the re-registered plugin.
+    run_pod(c, "after-restart")
+    assert list(cl.container_devices(c, "default", "after-restart")["after-restart"]) == [RES]
+    c.kubectl("delete", "pod", "keep", "after-restart", "--wait=true")
+
+
+def test_plugin_pod_deleted_and_recreated(plugin):
+    """The DaemonSet's pod deleted: the controller makes a new one, which registers again;
+    a pod holding the resource meanwhile keeps running with the same device."""
+    c = plugin
+    run_pod(c, "survivor")
+    before_ids = cl.container_devices(c, "default", "survivor")
+    before_ct = container_id(c, "survivor")
+    old = plugin_ready(c)
+    c.kubectl("delete", "pod", "-n", "kube-system", old, "--wait=true")
+    new = cl.wait_for("a new rdma-dp pod Ready", lambda: (plugin_ready(c) or None) if plugin_ready(c) != old else None,
+                      120, 0.5)
+    assert new != old
+    cl.wait_for("%s registered again" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    assert "event=registered" in plugin_log(c)
+    assert container_id(c, "survivor") == before_ct
+    assert cl.container_devices(c, "default", "survivor") == before_ids
+    c.kubectl("delete", "pod", "survivor", "--wait=true")
+
+
+def test_configmap_edit_applied_without_restart(plugin):
+    """rdmaHcaMax changed in the ConfigMap: kubelet updates the mounted file, rdma-dp applies the
+    diff (event=config-reloaded) and the node's capacity follows; the pod never restarts."""
+    c = plugin
+    name = plugin_ready(c)
+    cm = c.get("configmap", "-n", "kube-system", "rdma-devices")
+    cfg = json.loads(cm["data"]["config.json"])
+    cfg["configList"][0]["rdmaHcaMax"] = 120
+    before = plugin_log(c).count("event=config-reloaded")
+    c.kubectl("patch", "configmap", "-n", "kube-system", "rdma-devices", "--type=merge", "-p",
+              json.dumps({"data": {"config.json": json.dumps(cfg, indent=2)}}))
+    cl.wait_for("event=config-reloaded", lambda: plugin_log(c).count("event=config-reloaded") > before, 150, 1)
+    cl.wait_for("capacity 120", lambda: node_resource(c) == ("120", "120"), 30, 0.5)
+    assert plugin_ready(c) == name
+    assert c.get("pod", "-n", "kube-system", name)["status"]["containerStatuses"][0]["restartCount"] == 0
+    cfg["configList"][0]["rdmaHcaMax"] = 200
+    c.kubectl("patch", "configmap", "-n", "kube-system", "rdma-devices", "--type=merge", "-p",
+              json.dumps({"data": {"config.json": json.dumps(cfg, indent=2)}}))
+    cl.wait_for("capacity 200 again", lambda: node_resource(c) == ("200", "200"), 150, 1)
+
+
+def test_device_unplugged_while_pod_runs(plugin):
+    """The node's HCAs go, as an unplug or a driver unload takes them (their sysfs entries and
+    their char nodes under /dev/infiniband; rdma_cm stays): allocatable drops to 0 within
+    seconds, capacity with it, the pod holding a unit keeps running; all back when they return."""
+    c = plugin
+    run_pod(c, "unplug")
+    before_ct = container_id(c, "unplug")
+    node = c.work / "node"
+    moves = [(node / "sys" / "class" / "infiniband" / h) for h in sorted(os.listdir(node / "sys" / "class" / "infiniband"))]
+    moves += [p for p in sorted((node / "dev" / "infiniband").iterdir()) if p.name != "rdma_cm"]
+    assert moves
+    saved = c.work / "unplugged"
+    saved.mkdir(exist_ok=True)
+    done = []
+    try:
+        for p in moves:
+            os.rename(p, saved / (p.parent.name + "-" + p.name))
+            done.append(p)
+        t0 = time.monotonic()
+        cl.wait_for("allocatable 0 after the unplug", lambda: node_resource(c)[1] == "0", 30, 0.05)
+        print("unplug reached the node's allocatable in %.2f s" % (time.monotonic() - t0))
+        assert container_id(c, "unplug") == before_ct
+    finally:
+        for p in done:
+            os.rename(saved / (p.parent.name + "-" + p.name), p)
+    t0 = time.monotonic()
+    cl.wait_for("allocatable 200 after the replug", lambda: node_resource(c) == ("200", "200"), 30, 0.05)
+    print("replug reached the node's allocatable in %.2f s" % (time.monotonic() - t0))
+    assert container_id(c, "unplug") == before_ct
+    c.kubectl("delete", "pod", "unplug", "--wait=true")
+
+
+def test_rolling_update_to_kubelet_sock_registration(plugin):
+    """A DaemonSet rolling update (new args: --registration=kubelet-sock instead of auto, which
+    took the plugin watcher): the old pod goes, the new one registers through kubelet.sock and
+    becomes Ready; the resource is there after it, and a pod is admitted through the new path."""
+    c = plugin
+    old = plugin_ready(c)
+    c.kubectl("apply", "-k", overlay(c, "kubelet-sock", [
+        {"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--registration=kubelet-sock"}]))
+    c.kubectl("rollout", "status", "-n", "kube-system", "ds/rdma-dp", "--timeout=180s", timeout=200)
+    new = cl.wait_for("the updated pod Ready", lambda: (plugin_ready(c) or None) if plugin_ready(c) != old else None,
+                      60, 0.5)
+    cl.wait_for("%s after the update" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    log = plugin_log(c)
+    assert "mode=kubelet-sock" in log, log[-2000:]
+    assert plugin_socket(c, RES).startswith("/var/lib/kubelet/device-plugins/")
+    assert c.node_path(plugin_socket(c, RES)).exists()
+    run_pod(c, "via-kubelet-sock")
+    ids = cl.container_devices(c, "default", "via-kubelet-sock")["via-kubelet-sock"][RES]
+    assert len(ids) == 1
+    c.kubectl("delete", "pod", "via-kubelet-sock", "--wait=true")
+    assert new != old
+
+
+def test_use_cdi_through_containerd(plugin):
+    """deploy/overlays/cdi (--use-cdi, the spec directory, the memlock hook's install): Allocate
+    answers with CDI device names, containerd's CDI resolves them from the spec rdma-dp wrote on
+    the node, and the container gets the spec's device nodes and variables."""
+    c = plugin
+    old = plugin_ready(c)
+    c.kubectl("apply", "-k", overlay(c, "cdi", base="overlays/cdi"))
+    c.kubectl("rollout", "status", "-n", "kube-system", "ds/rdma-dp", "--timeout=180s", timeout=200)
+    cl.wait_for("the CDI pod Ready", lambda: (plugin_ready(c) or None) if plugin_ready(c) != old else None, 60, 0.5)
+    cl.wait_for("%s with --use-cdi" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    specs = cl.wait_for("a CDI spec on the node", lambda: sorted(c.node_path("/var/run/cdi").glob("*.json")), 30, 0.5)
+    if not cl.has_cap_sys_resource():
+        # This machine's runtime cannot raise a hard limit (no CAP_SYS_RESOURCE, unlike a normal
+        # node): the default "memlock": "unlimited" hook fails the container, saying why.
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cdi-nocap", "namespace": "default"},
+               "spec": {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "c", "image": "localhost/rdp-workload:1", "command": ["true"],
+                                        "resources": {"limits": {RES: "1"}}}]}}
+        c.kubectl("apply", "-f", "-", input=json.dumps(pod))
+        msg = cl.wait_for("the hook's error in the pod status", lambda: (c.get("pod", "cdi-nocap")["status"].get(
+            "containerStatuses", [{}])[0].get("state", {}).get("terminated", {}).get("message")), 60, 0.5)
+        assert "rdma-dp hook" in msg and "CAP_SYS_RESOURCE" in msg, msg
+        c.kubectl("delete", "pod", "cdi-nocap", "--wait=true")
+        # The hard limit this runtime has, then: the hook raises the soft limit up to it.
+        cm = c.get("configmap", "-n", "kube-system", "rdma-devices")
+        cfg = json.loads(cm["data"]["config.json"])
+        memlock = int(cl._memlock_hard())
+        cfg["configList"][0]["memlock"] = memlock
+        before = plugin_log(c).count("event=config-reloaded")
+        c.kubectl("patch", "configmap", "-n", "kube-system", "rdma-devices", "--type=merge", "-p",
+                  json.dumps({"data": {"config.json": json.dumps(cfg, indent=2)}}))
+        cl.wait_for("event=config-reloaded", lambda: plugin_log(c).count("event=config-reloaded") > before, 150, 1)
+        cl.wait_for("the spec's hook at %d" % memlock,
+                    lambda: str(memlock) in c.node_path("/var/run/cdi").joinpath(specs[0].name).read_text(), 30, 0.5)
+    else:
+        memlock = None
+    run_pod(c, "cdi-user")
+    ids = cl.container_devices(c, "default", "cdi-user")["cdi-user"][RES]
+    want = cl.plugin_allocate(c, plugin_socket(c, RES), ids)
+    assert want.cdi_devices and not want.devices, want
+    names = [d.name for d in want.cdi_devices]
+    # What containerd resolved: the spec's devices (the pool's, and the common edits).
+    spec = json.loads(specs[0].read_text())
+    kind = spec["kind"]
+    nodes, env = set(), {}
+    for edits in [spec.get("containerEdits", {})] + [d.get("containerEdits", {}) for d in spec["devices"]
+                                                     if "%s=%s" % (kind, d["name"]) in names]:
+        nodes |= {n["path"] for n in edits.get("deviceNodes", [])}
+        env.update(kv.split("=", 1) for kv in edits.get("env", []))
+    assert nodes, spec
+    listing = exec_out(c, "default", "cdi-user", "ls", "/dev/infiniband").split()
+    assert sorted("/dev/infiniband/" + n for n in listing) == sorted(nodes), (listing, nodes)
+    got = dict(kv.split("=", 1) for kv in exec_out(c, "default", "cdi-user", "env").splitlines() if "=" in kv)
+    for k, v in env.items():
+        assert got.get(k) == v, (k, v, got.get(k))
+    # The memlock hook ran (containerd runs the spec's createRuntime hook): the runtime's soft
+    # limit of 64 KiB was raised.
+    lim = [line for line in exec_out(c, "default", "cdi-user", "cat", "/proc/1/limits").splitlines()
+           if line.startswith("Max locked memory")][0].split()
+    assert lim[3] == (str(memlock) if memlock else "unlimited"), lim
+    c.kubectl("delete", "pod", "cdi-user", "--wait=true")
