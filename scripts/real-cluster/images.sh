@@ -73,7 +73,7 @@ mkdir -p "$w/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$w/etc/libibverbs.d/"
 cp /bin/busybox "$w/bin/busybox"
 for a in sh sleep ls cat grep env echo id mkdir rm stat head tail sed awk wc sort test true false \
-	hostname ps kill ulimit; do
+	hostname ps kill ulimit taskset; do
 	[ -e "$w/bin/$a" ] || ln "$w/bin/busybox" "$w/bin/$a"
 done
 commit rdp-workload:1 "$w" --env PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin --cmd '["/bin/sh"]'
