@@ -53,7 +53,7 @@ def cluster():
             pytest.fail("%s missing in %s: run scripts/real-cluster/build.sh" % (b, bindir))
     if os.geteuid() != 0:
         pytest.fail("the e2e cluster needs root (kubelet, containerd, mount namespaces)")
-    lock = _lock()  # noqa: F841 (held until the session ends)
+    lock = _lock()  # held until the session ends
     work = _need("RDP_E2E_WORK")
     if work.exists():
         shutil.rmtree(work)
@@ -69,3 +69,5 @@ def cluster():
         c.timings["apiserver_ready"], c.timings["node_ready"]))
     yield c
     c.down()
+    if lock is not None:
+        lock.close()
