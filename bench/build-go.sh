@@ -18,9 +18,12 @@ protoc --go_out="$work/src/rdpbench/v1beta1" --go_opt=paths=source_relative \
 cp "$here/go-proto/"*.go "$work/src/rdpbench/v1beta1/"
 cp "$here/go-floor/"*.go "$work/src/rdpbench/go-floor/"
 cp "$here/go-kubelet/"*.go "$work/src/rdpbench/go-kubelet/"
+# Debian's own Go (golang-go: 1.19), named by path: the machine's newer Go may come first on PATH.
+GO=${GO_DEBIAN:-/usr/lib/go-1.19/bin/go}
+[ -x "$GO" ] || GO=go
 export GO111MODULE=off GOPATH="$work:/usr/share/gocode" GOCACHE="$work/cache" GOPROXY=off \
 	GOFLAGS= CGO_ENABLED=0
 # Static, stripped (-s -w), as a Go plugin's release binary is built.
 cd "$work/src/rdpbench"
-go build -trimpath -ldflags="-s -w" -o "$out/go-floor" ./go-floor
-go build -trimpath -o "$out/go-kubelet" ./go-kubelet
+"$GO" build -trimpath -ldflags="-s -w" -o "$out/go-floor" ./go-floor
+"$GO" build -trimpath -o "$out/go-kubelet" ./go-kubelet

@@ -449,12 +449,15 @@ state = "%(w)s/run"
     def node(self):
         return self.get("node", NODE)
 
-    def node_ready(self):
+    def node_ready(self, since=None):
+        """The node's Ready condition is True (and, with since, a kubelet heartbeat at or after
+        since: the Ready of a kubelet that has just restarted, not its predecessor's)."""
         p = self.kubectl("get", "node", NODE, "-o", "json", check=False, timeout=15)
         if p.returncode != 0:
             return False
         conds = json.loads(p.stdout)["status"].get("conditions", [])
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+        return any(c["type"] == "Ready" and c["status"] == "True" and
+                   (since is None or c.get("lastHeartbeatTime", "") >= since) for c in conds)
 
     def wait_pod(self, ns, name, phase="Running", timeout=120):
         def ok():
@@ -503,13 +506,26 @@ state = "%(w)s/run"
             "get", "sa", "default", "-n", "default", check=False).returncode == 0, 60, 0.5)
         return self
 
+    def reconfigure_kubelet(self, **extra):
+        """kubelet restarted with extra KubeletConfiguration fields (the rest as up() wrote
+        them); the CPU and memory managers' state files go, as a policy change requires."""
+        self.stop("kubelet")
+        self.write_configs(kubelet_extra=extra)
+        for f in ("cpu_manager_state", "memory_manager_state"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.work / "kubelet" / f).unlink()
+        since = utcnow()
+        self.start_kubelet()
+        wait_for("node Ready, reported by the new kubelet", lambda: self.check_running("kubelet") or
+                 self.node_ready(since), 120, 0.5)
+
     def restart_kubelet(self, wait_ready=True):
         self.stop("kubelet")
+        since = utcnow()
         self.start_kubelet()
         if wait_ready:
-            wait_for("kubelet /healthz after restart", lambda: self.check_running("kubelet") or
-                     subprocess.run(["curl", "-fs", "http://127.0.0.1:10248/healthz"],
-                                    capture_output=True).returncode == 0, 60, 0.25)
+            wait_for("node Ready, reported by the restarted kubelet", lambda: self.check_running("kubelet") or
+                     self.node_ready(since), 120, 0.5)
 
     def down(self):
         """Stops everything this cluster started, by PID; removes kubelet's cgroups."""
@@ -544,6 +560,11 @@ state = "%(w)s/run"
             with contextlib.suppress(OSError):
                 os.rmdir(m)
         self.created_dirs = []
+
+
+def utcnow():
+    """Now, as the API server writes times (RFC 3339, seconds, UTC): comparable as strings."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _has_cap(bit):
@@ -625,8 +646,12 @@ def container_devices(c, ns, pod):
     """{container: {resource: sorted device IDs}} of a pod, from pod-resources Get."""
     pr = podresources_pb2()
     r = podresources(c, "Get", pr.GetPodResourcesRequest(pod_name=pod, pod_namespace=ns))
-    return {ct.name: {d.resource_name: sorted(d.device_ids) for d in ct.devices}
-            for ct in r.pod_resources.containers}
+    out = {}
+    for ct in r.pod_resources.containers:
+        held = out.setdefault(ct.name, {})
+        for d in ct.devices:  # one entry per resource and NUMA node
+            held[d.resource_name] = sorted(held.get(d.resource_name, []) + list(d.device_ids))
+    return out
 
 
 def plugin_allocate(c, socket, ids):

@@ -64,9 +64,11 @@ def node_resource(c, res=RES):
     return st.get("capacity", {}).get(res), st.get("allocatable", {}).get(res)
 
 
-def plugin_log(c):
+def plugin_log(c, since=None):
+    """The rdma-dp pod's log (from since, an RFC 3339 time, when given)."""
     name = plugin_pod(c)
-    return c.kubectl("logs", "-n", "kube-system", name, check=False).stdout if name else ""
+    extra = ["--since-time=" + since] if since else []
+    return c.kubectl("logs", "-n", "kube-system", name, *extra, check=False).stdout if name else ""
 
 
 def plugin_socket(c, res):
@@ -102,7 +104,12 @@ def test_base_deploys_and_registers(plugin):
     assert node_resource(c) == ("200", "200")
     assert node_resource(c, "nvidia.com/gpu") == ("8", "8")
     log = plugin_log(c)
-    assert "event=registered" in log or "registered" in log, log[-2000:]
+    assert "event=registered" in log, log[-2000:]
+    # kubelet's pod-resources API: the node's allocatable units, as upstream's
+    # device_plugin_test checks before its pods (GetAllocatableResources).
+    alloc = cl.podresources(c, "GetAllocatableResources")
+    units = [i for d in alloc.devices if d.resource_name == RES for i in d.device_ids]
+    assert len(units) == 200, len(units)
 
 
 def apply_seed_config(c, seed):
@@ -198,6 +205,12 @@ def test_container_gets_what_allocate_returned(plugin):
     c.kubectl("delete", "pod", "rdma-test", "--wait=true")
 
 
+def unit_ids(log, event, res):
+    """The device IDs of each event=preferred / event=allocated line for res, in order."""
+    return [sorted(p.split("=", 1)[0] for p in m.split())
+            for m in re.findall(r"event=%s resource=%s .*?ids=\"([^\"]*)\"" % (event, re.escape(res)), log)]
+
+
 def run_pod(c, name, res=RES, units=1, extra=None):
     """A hostNetwork pod of the workload image holding units of res; waits until it runs."""
     spec = {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [{
@@ -252,6 +265,49 @@ def test_plugin_pod_deleted_and_recreated(plugin):
     assert container_id(c, "survivor") == before_ct
     assert cl.container_devices(c, "default", "survivor") == before_ids
     c.kubectl("delete", "pod", "survivor", "--wait=true")
+
+
+def test_container_restart_keeps_assignment(plugin):
+    """As upstream's "Keeps device plugin assignments across pod restarts": a container that
+    exits and is restarted by kubelet holds the same unit, and sees the same device nodes."""
+    c = plugin
+    name = "restarter"
+    c.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"hostNetwork": True, "restartPolicy": "Always", "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": name, "image": "localhost/rdp-workload:1",
+                                 "command": ["sh", "-c", "ls /dev/infiniband; sleep 3; exit 1"],
+                                 "resources": {"limits": {RES: "1"}}}]}}))
+    try:
+        cl.wait_for("a first run", lambda: c.get("pod", name)["status"].get("containerStatuses", [{}])[0].get(
+            "state", {}).get("running"), 60, 0.5)
+        first = cl.container_devices(c, "default", name)
+        cl.wait_for("the container restarted", lambda: c.get("pod", name)["status"]["containerStatuses"][0][
+            "restartCount"] >= 1, 90, 0.5)
+        assert cl.container_devices(c, "default", name) == first
+        # Each run listed the same device nodes (the Allocate answer is kubelet's, replayed).
+        runs = c.kubectl("logs", name, "--previous").stdout.split()
+        assert runs and set(runs) <= {p.name for p in (c.work / "node" / "dev" / "infiniband").iterdir()}, runs
+    finally:
+        c.kubectl("delete", "pod", name, "--wait=true", "--ignore-not-found")
+
+
+def test_plugin_removed_running_pod_stays(plugin):
+    """As upstream's device_plugin_test after "device plugin removed": the DaemonSet deleted,
+    rdma-dp stops (SIGTERM), kubelet marks its units unavailable: allocatable 0 while capacity
+    stays; the pod holding a unit keeps running. Applied again, everything is back."""
+    c = plugin
+    run_pod(c, "orphan")
+    before_ct = container_id(c, "orphan")
+    c.kubectl("delete", "ds", "-n", "kube-system", "rdma-dp", "--wait=true")
+    cl.wait_for("no rdma-dp pod", lambda: not c.get("pods", "-n", "kube-system", "-l", "name=rdma-dp")["items"], 60, 0.5)
+    cl.wait_for("allocatable 0, capacity 200", lambda: node_resource(c) == ("200", "0"), 60, 0.5)
+    assert container_id(c, "orphan") == before_ct
+    c.kubectl("apply", "-k", overlay(c))
+    cl.wait_for("rdma-dp Ready again", lambda: plugin_ready(c), 120, 0.5)
+    cl.wait_for("%s back" % RES, lambda: node_resource(c) == ("200", "200"), 60, 0.5)
+    assert container_id(c, "orphan") == before_ct
+    c.kubectl("delete", "pod", "orphan", "--wait=true")
 
 
 def test_configmap_edit_applied_without_restart(plugin):
@@ -391,3 +447,68 @@ def test_use_cdi_through_containerd(plugin):
            if line.startswith("Max locked memory")][0].split()
     assert lim[3] == (str(memlock) if memlock else "unlimited"), lim
     c.kubectl("delete", "pod", "cdi-user", "--wait=true")
+
+
+@pytest.mark.parametrize("policy", ["single-numa-node", "restricted"])
+def test_exclusive_pool_under_topology_and_cpu_managers(plugin, policy):
+    """deploy/overlays/exclusive on a DGX-like node (8 InfiniBand HCAs, 4 per NUMA node; their
+    NUMA node read from the fixture) under kubelet's Topology Manager (`policy`) and static CPU
+    manager: a Guaranteed pod with one exclusive CPU and 2 units of rdma/compute gets the two
+    HCAs GetPreferredAllocation named, from the NUMA node the Topology Manager aligned (this
+    machine has NUMA node 0 only: the HCAs of node 1 can never be aligned), and its CPU."""
+    c = plugin
+    if c.node_fixture != "dgx-h100":
+        cl.swap_node(c, "dgx-h100")
+    # 100m reserved: the static policy keeps a whole CPU (0) for the shared pool, and 1.9 CPUs stay
+    # allocatable, so one exclusive CPU fits beside the plugin's request.
+    c.reconfigure_kubelet(topologyManagerPolicy=policy, cpuManagerPolicy="static", kubeReserved={"cpu": "100m"})
+    c.kubectl("apply", "-k", overlay(c, "exclusive", base="overlays/exclusive"))
+    c.kubectl("rollout", "status", "-n", "kube-system", "ds/rdma-dp", "--timeout=180s", timeout=200)
+    cl.wait_for("rdma/compute on the node", lambda: node_resource(c, "rdma/compute") == ("8", "8"), 120, 0.5)
+    # Right after a kubelet restart, until its pod sources are ready, the units of pods deleted
+    # just before it still count as in use (devicemanager: UpdateAllocatedDevices waits for the
+    # sources), and kubelet skips GetPreferredAllocation when the aligned units left are exactly
+    # the request. reconfigure_kubelet waited for the new kubelet's own Ready heartbeat; a
+    # moment more, as a pod arriving later would find it.
+    time.sleep(3)
+    since = cl.utcnow()
+    name = "aligned-" + policy
+    run_pod(c, name, "rdma/compute", 2, extra={"containers": [{
+        "name": name, "image": "localhost/rdp-workload:1", "command": ["sh", "-c", "exec sleep infinity"],
+        "resources": {"limits": {"rdma/compute": "2", "cpu": "1", "memory": "64Mi"},
+                      "requests": {"rdma/compute": "2", "cpu": "1", "memory": "64Mi"}}}]})
+    try:
+        held = cl.container_devices(c, "default", name)[name]["rdma/compute"]
+        log = plugin_log(c, since)
+        preferred = unit_ids(log, "preferred", "rdma/compute")
+        allocated = unit_ids(log, "allocated", "rdma/compute")
+        assert preferred and allocated, log[-3000:]
+        assert preferred[-1] == held == allocated[-1], (preferred, held, allocated)
+        # Every unit held is on NUMA node 0 (pod-resources' topology; the fixture's numa_node).
+        pr = cl.podresources_pb2()
+        r = cl.podresources(c, "Get", pr.GetPodResourcesRequest(pod_name=name, pod_namespace="default"))
+        topo = {n.ID for d in r.pod_resources.containers[0].devices if d.resource_name == "rdma/compute"
+                for n in d.topology.nodes}
+        assert topo == {0}, topo
+        numa = {d.name: (d / "device" / "numa_node").read_text().strip()
+                for d in (c.work / "node" / "sys" / "class" / "infiniband").iterdir()}
+        pci = {os.path.basename(os.path.realpath(d / "device")): n
+               for d in (c.work / "node" / "sys" / "class" / "infiniband").iterdir() for n in [numa[d.name]]}
+        assert {pci.get(i) for i in held} == {"0"}, (held, pci)
+        cpus = [line for line in exec_out(c, "default", name, "cat", "/proc/1/status").splitlines()
+                if line.startswith("Cpus_allowed_list")][0].split()[1]
+        assert cpus == "1", cpus
+    finally:
+        c.kubectl("delete", "pod", name, "--wait=true", "--ignore-not-found")
+    # More than NUMA node 0 can give: refused by the Topology Manager, never started.
+    big = "unaligned-" + policy
+    c.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": big, "namespace": "default"},
+        "spec": {"hostNetwork": True, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": big, "image": "localhost/rdp-workload:1", "command": ["true"],
+                                 "resources": {"limits": {"rdma/compute": "5", "cpu": "1", "memory": "64Mi"}}}]}}))
+    try:
+        st = cl.wait_for("the 5-unit pod refused", lambda: c.get("pod", big)["status"].get("reason"), 60, 0.5)
+        assert st == "TopologyAffinityError", c.get("pod", big)["status"]
+    finally:
+        c.kubectl("delete", "pod", big, "--wait=true", "--ignore-not-found")

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from conftest import node_args
+from docblocks import excerpt_matches
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -644,19 +645,6 @@ def _planted(fixtures_dir, node, fault, work):
     return d
 
 
-def _excerpt_matches(got, expected):
-    """got's lines equal expected's, a line "..." in expected matching any run of lines."""
-    got, exp = got.split("\n"), expected.split("\n")
-
-    def m(i, j):
-        if j == len(exp):
-            return i == len(got)
-        if exp[j] == "...":
-            return any(m(k, j + 1) for k in range(i, len(got) + 1))
-        return i < len(got) and got[i] == exp[j] and m(i + 1, j + 1)
-    return m(0, 0)
-
-
 @pytest.mark.parametrize("node,files,block", DOC_BLOCKS)
 def test_doc_output_matches(run, fixtures_dir, tmp_path, node, files, block):
     files = dict(files)
@@ -680,7 +668,7 @@ def test_doc_output_matches(run, fixtures_dir, tmp_path, node, files, block):
             extra += ["--kubelet-root-dir", no_kubelet + "/var/lib/kubelet"]
     p = run(*argv, *extra, cwd=tmp_path if files else REPO)
     got = (p.stdout + p.stderr).rstrip("\n").replace(no_kubelet, "")
-    assert _excerpt_matches(got, expected.rstrip("\n")), \
+    assert excerpt_matches(got, expected.rstrip("\n")), \
         "output of `rdma-dp %s` on %s changed:\n%s" % (" ".join(argv), node, got)
 
 

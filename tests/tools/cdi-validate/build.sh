@@ -10,7 +10,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: build.sh OUT}
 gocode=/usr/share/gocode
 lib=$gocode/src/github.com/container-orchestrated-devices/container-device-interface
-if ! command -v go >/dev/null 2>&1; then
+# Debian's own Go (golang-go: 1.19), named by path: a newer Go first on PATH (the machine's
+# /usr/local/go) is not the one Debian's packaged sources are kept for.
+GO=${GO_DEBIAN:-/usr/lib/go-1.19/bin/go}
+[ -x "$GO" ] || GO=$(command -v go || true)
+if [ -z "$GO" ]; then
 	echo "cdi-validate: no go (Debian package golang-go)" >&2
 	exit 3
 fi
@@ -26,4 +30,4 @@ cp "$here/main.go" "$work/src/cdi-validate/"
 export GO111MODULE=off GOPATH="$work:$gocode" GOCACHE="$work/cache" GOPROXY=off GOFLAGS= \
 	CGO_ENABLED=0
 cd "$work/src/cdi-validate"
-go build -trimpath -o "$out" .
+"$GO" build -trimpath -o "$out" .
