@@ -9,7 +9,8 @@
 #                                   screenshot.sh, run by test_dashboard.py)
 #   scripts/install-deps.sh e2e     only what the real-cluster stage adds (scripts/real-cluster/:
 #                                   runc and the CNI plugins for containerd, buildah for the
-#                                   images, openssl for the certificates; Go 1.26 is the
+#                                   images, openssl for the certificates, perftest and the
+#                                   rxe provider for the workload image; Go 1.26 is the
 #                                   machine's own, /usr/local/go)
 #   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
 #                                   the Go floor and kubelet (bench/), valgrind for callgrind
@@ -23,7 +24,8 @@ rdmacm-utils perftest iproute2 infiniband-diags util-linux python3-pytest python
 python3-protobuf protobuf-compiler xz-utils"
 elif [ "${1:-}" = e2e ]; then
 	pkgs="containernetworking-plugins runc buildah busybox-static bash openssl curl util-linux gcc
-libc6-dev protobuf-compiler python3-pytest python3-grpcio python3-protobuf ca-certificates"
+libc6-dev protobuf-compiler python3-pytest python3-grpcio python3-protobuf ca-certificates
+perftest ibverbs-utils ibverbs-providers"
 elif [ "${1:-}" = bench ]; then
 	pkgs="golang-go golang-google-grpc-dev golang-google-protobuf-dev
 golang-github-golang-protobuf-1-5-dev protoc-gen-go protobuf-compiler valgrind binutils"

@@ -4,7 +4,10 @@
 #   rdp-pause.tar     localhost/rdp-pause:1     the sandbox image (pause.c, ours), USER 65535
 #   rdp-workload.tar  localhost/rdp-workload:1  stands in for the seeds' nvcr.io/nvidia/hpc-benchmarks:
 #                     Debian's bash (the seeds' command is /bin/bash -c) with its libraries and
-#                     busybox-static for sleep, ls, cat, grep and the rest
+#                     busybox-static for sleep, ls, cat, grep and the rest; perftest's
+#                     ib_write_bw/ib_read_lat and rdma-core's ibv_devinfo with their libraries,
+#                     and the soft-RoCE provider (librxe, /etc/libibverbs.d/rxe.driver), for the
+#                     traffic between pods on the guest node (tests/e2e/test_guest_node.py)
 #   rdma-dp.tar       localhost/rdma-dp:VERSION  scripts/build-image.sh, as `make image` builds it
 #
 #   sh scripts/real-cluster/images.sh RDMA_DP_BINARY OUTDIR
@@ -17,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=$1
 out=$2
 mkdir -p "$out"
-for c in buildah gcc ldd; do
+for c in buildah gcc ldd ib_write_bw ibv_devinfo; do
 	command -v $c >/dev/null || { echo "images: $c not found (scripts/install-deps.sh e2e)" >&2; exit 3; }
 done
 [ -x /bin/busybox ] || { echo "images: /bin/busybox missing (apt-get install busybox-static)" >&2; exit 3; }
@@ -61,9 +64,16 @@ copy_with_libs() {
 	done
 }
 copy_with_libs /bin/bash
+# RDMA traffic: the tools, their libraries, the rxe provider libibverbs loads by name
+prov=$(ls -d /usr/lib/*-linux-gnu/libibverbs 2>/dev/null | head -n 1)
+[ -f "$prov/librxe-rdmav34.so" ] || { echo "images: no rxe provider (apt-get install ibverbs-providers)" >&2; exit 3; }
+copy_with_libs "$(command -v ib_write_bw)" "$(command -v ib_read_lat)" "$(command -v ibv_devinfo)" \
+	"$(command -v ibv_devices)" "$prov/librxe-rdmav34.so"
+mkdir -p "$w/etc/libibverbs.d"
+cp /etc/libibverbs.d/rxe.driver "$w/etc/libibverbs.d/"
 cp /bin/busybox "$w/bin/busybox"
 for a in sh sleep ls cat grep env echo id mkdir rm stat head tail sed awk wc sort test true false \
-	hostname ps kill ulimit; do
+	hostname ps kill ulimit taskset; do
 	[ -e "$w/bin/$a" ] || ln "$w/bin/busybox" "$w/bin/$a"
 done
 commit rdp-workload:1 "$w" --env PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin --cmd '["/bin/sh"]'

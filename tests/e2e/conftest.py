@@ -8,6 +8,7 @@ Environment (the Makefile's e2e target sets it):
   RDMA_DP        the rdma-dp binary the image was built from
 A missing component fails the session: make e2e builds them all, nothing here is optional.
 """
+import fcntl
 import os
 import pathlib
 import shutil
@@ -26,6 +27,23 @@ def _need(var):
     return pathlib.Path(v)
 
 
+LOCK = "/tmp/rdma-dp-e2e.lock"
+
+
+def _lock():
+    """One cluster per machine at a time: holds LOCK unless a parent (run.sh) already does
+    (its descriptor is inherited); returns the file to keep open, or None."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd) == LOCK:
+                return None
+        except OSError:
+            continue
+    f = open(LOCK, "a")
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
+
+
 @pytest.fixture(scope="session")
 def cluster():
     bindir = _need("RDP_K8S_BIN")
@@ -35,6 +53,7 @@ def cluster():
             pytest.fail("%s missing in %s: run scripts/real-cluster/build.sh" % (b, bindir))
     if os.geteuid() != 0:
         pytest.fail("the e2e cluster needs root (kubelet, containerd, mount namespaces)")
+    lock = _lock()  # held until the session ends
     work = _need("RDP_E2E_WORK")
     if work.exists():
         shutil.rmtree(work)
@@ -50,3 +69,5 @@ def cluster():
         c.timings["apiserver_ready"], c.timings["node_ready"]))
     yield c
     c.down()
+    if lock is not None:
+        lock.close()
