@@ -49,6 +49,9 @@ struct rdp_dra_options {
 	const char *ca_file;
 	const char *api_server_name; /* the name its certificate carries; NULL: the default */
 	const char *sa_root;       /* tests: a root for the in-cluster service-account files */
+	/* The pod's UID: per-instance sockets, so that two run side by side (dra-instance.h);
+	 * NULL or "": the fixed names. */
+	const char *rolling_update_uid;
 	bool verbose;
 };
 
