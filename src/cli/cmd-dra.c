@@ -10,6 +10,7 @@
 #include "daemon.h"
 #include "discovery.h"
 #include "dra-driver.h"
+#include "dra-instance.h"
 #include "dra-slices.h"
 #include "kube-client.h"
 #include "memlock.h"
@@ -37,6 +38,10 @@ int cmd_dra(int argc, char **argv)
 		 .help = "this node (default $NODE_NAME: the downward API)"},
 		{"driver-name", 0, required_argument, "NAME", .str = &o.driver,
 		 .help = "the driver (default " RDP_DRA_DEFAULT_DRIVER ")"},
+		{"rolling-update-uid", 0, required_argument, "UID", .str = &o.rolling_update_uid,
+		 .help = "this pod's UID (default $POD_UID: the downward API): sockets named after "
+			 "it, so that a new pod runs beside the old one during an update (the "
+			 "DaemonSet's maxSurge); \"\" for the fixed names"},
 		CLI_OPT_KUBELET_ROOT(&o.kubelet_root),
 		{"cdi-spec-dir", 0, required_argument, "DIR", .str = &o.cdi_spec_dir,
 		 .help = "where the claims' CDI specs go (default " RDP_DEFAULT_CDI_SPEC_DIR ")"},
@@ -85,6 +90,15 @@ int cmd_dra(int argc, char **argv)
 	if (o.driver && !rdp_dra_dns_subdomain(o.driver, RDP_DRA_DRIVER_MAX)) {
 		fprintf(stderr, "rdma-dp dra: --driver-name: '%s' is not a DNS subdomain of at most "
 				"%d characters\n", o.driver, RDP_DRA_DRIVER_MAX);
+		return 2;
+	}
+	if (!o.rolling_update_uid)
+		o.rolling_update_uid = getenv("POD_UID");
+	if (o.rolling_update_uid && *o.rolling_update_uid &&
+	    !rdp_dra_instance_uid_valid(o.rolling_update_uid)) {
+		fprintf(stderr, "rdma-dp dra: --rolling-update-uid: '%s' is not a pod UID (letters, "
+				"digits and '-', at most %d)\n", o.rolling_update_uid,
+			RDP_DRA_INSTANCE_UID_MAX);
 		return 2;
 	}
 	if (o.api_server && (!o.token_file || !o.ca_file)) {

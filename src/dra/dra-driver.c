@@ -15,6 +15,7 @@
 #include "discovery.h"
 #include "dra-claims.h"
 #include "dra-health.h"
+#include "dra-instance.h"
 #include "dra-prepare.h"
 #include "dra-slices.h"
 #include "event.h"
@@ -624,6 +625,42 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/*
+ * This instance's sockets (dra-instance.h): <driver>[-<uid>]-reg.sock and dra[-<uid>].sock.
+ * With a UID, the sockets of instances that are gone (killed before they could remove them)
+ * are removed: kubelet would try them forever.
+ */
+static int instance_paths(struct driver *d)
+{
+	const struct rdp_dra_options *o = d->o;
+	char reg[320], dra[128];
+	int k = rdp_dra_reg_socket_name(o->driver, o->rolling_update_uid, reg, sizeof(reg));
+
+	if (k >= 0)
+		k = rdp_dra_service_socket_name(o->rolling_update_uid, dra, sizeof(dra));
+	if (k < 0)
+		return k;
+	d->reg_path = rdp_asprintf("%s/plugins_registry/%s", o->kubelet_root, reg);
+	d->dra_dir = rdp_asprintf("%s/plugins/%s", o->kubelet_root, o->driver);
+	d->dra_path = rdp_asprintf("%s/plugins/%s/%s", o->kubelet_root, o->driver, dra);
+	if (!d->reg_path || !d->dra_dir || !d->dra_path)
+		return -ENOMEM;
+	if (o->rolling_update_uid && *o->rolling_update_uid) {
+		_cleanup_free_ char *regdir = rdp_asprintf("%s/plugins_registry", o->kubelet_root);
+		_cleanup_free_ char *prefix = rdp_asprintf("%s-", o->driver);
+		int a, b;
+
+		if (!regdir || !prefix)
+			return -ENOMEM;
+		a = rdp_dra_remove_stale_sockets(regdir, prefix, "-reg.sock", reg);
+		b = rdp_dra_remove_stale_sockets(d->dra_dir, "dra", ".sock", dra);
+		rdp_log(RDP_LOG_INFO, "rolling-update", "uid=%s registration=%s endpoint=%s "
+			"stale_removed=%d", o->rolling_update_uid, reg, dra,
+			(a > 0 ? a : 0) + (b > 0 ? b : 0));
+	}
+	return 0;
+}
+
 static int setup(struct rdp_event *e, void *userdata)
 {
 	struct driver *d = userdata;
@@ -631,9 +668,9 @@ static int setup(struct rdp_event *e, void *userdata)
 	char *err = NULL;
 	int k;
 
-	d->reg_path = rdp_asprintf("%s/plugins_registry/%s-reg.sock", o->kubelet_root, o->driver);
-	d->dra_dir = rdp_asprintf("%s/plugins/%s", o->kubelet_root, o->driver);
-	d->dra_path = rdp_asprintf("%s/plugins/%s/dra.sock", o->kubelet_root, o->driver);
+	k = instance_paths(d);
+	if (k < 0)
+		return k;
 	d->checkpoint_path = rdp_asprintf("%s/plugins/%s/checkpoint.json", o->kubelet_root,
 					  o->driver);
 	if (!d->reg_path || !d->dra_dir || !d->dra_path || !d->checkpoint_path)

@@ -16,6 +16,11 @@
  * wipe meanwhile is repaired within that time). API-server failures back off (1 s doubling to
  * 30 s) without touching kubelet's calls.
  *
+ * Sockets: <driver>-reg.sock and dra.sock, or with rolling_update_uid (the pod's UID)
+ * <driver>-<uid>-reg.sock and dra-<uid>.sock, so that two instances run side by side
+ * (dra-instance.h); an instance never deletes the pool when it leaves (kubelet wipes it 30 s
+ * after the last one is gone).
+ *
  * This is wiring: it logs, one key=value line per event (log.h).
  */
 #pragma once
@@ -49,6 +54,9 @@ struct rdp_dra_options {
 	const char *ca_file;
 	const char *api_server_name; /* the name its certificate carries; NULL: the default */
 	const char *sa_root;       /* tests: a root for the in-cluster service-account files */
+	/* The pod's UID: per-instance sockets, so that two run side by side (dra-instance.h);
+	 * NULL or "": the fixed names. */
+	const char *rolling_update_uid;
 	bool verbose;
 };
 

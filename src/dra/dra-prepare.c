@@ -12,6 +12,7 @@
 #include "dra-cdi.h"
 #include "dra-checkpoint.h"
 #include "dra-claims.h"
+#include "dra-instance.h"
 #include "dra-driver.h"
 #include "dra-slices.h"
 #include "dra.pb-c.h"
@@ -72,6 +73,7 @@ struct rdp_dra_prepare {
 	bool verbose;
 	const struct rdp_dra_inventory *inv;
 	int plugin_dirfd;
+	int lock_fd;               /* serialize.lock (dra-instance.h) */
 	struct rdp_dra_checkpoint ckpt;
 	struct pcall *calls;       /* waiting for the API server */
 	struct pclaim *inflight;   /* their claims being read */
@@ -85,6 +87,38 @@ static int save(struct rdp_dra_prepare *p)
 		rdp_log(RDP_LOG_ERROR, "checkpoint-write-failed", "dir=%s error=%s",
 			rdp_log_q(p->plugin_dir), rdp_log_errno(k));
 	return k;
+}
+
+/*
+ * A step that reads or writes the checkpoint or the specs: under the lock between instances
+ * (dra-instance.h), with the checkpoint as the other instance may have left it. Synchronous
+ * only: no API call runs between begin and end.
+ */
+static void shared_begin(struct rdp_dra_prepare *p)
+{
+	struct rdp_dra_checkpoint fresh = {0};
+	char *err = NULL;
+	int k = rdp_dra_lock_take(p->lock_fd);
+
+	if (k < 0)
+		rdp_log(RDP_LOG_ERROR, "lock-failed", "dir=%s error=%s", rdp_log_q(p->plugin_dir),
+			rdp_log_errno(k));
+	k = rdp_dra_checkpoint_load_at(p->plugin_dirfd, &fresh, &err);
+	if (k < 0) {
+		/* ours stays; the next save replaces the file */
+		rdp_log(RDP_LOG_ERROR, "checkpoint-reload-failed", "dir=%s error=%s msg=%s",
+			rdp_log_q(p->plugin_dir), rdp_log_errno(k), rdp_log_q(err ? err : ""));
+		rdp_free(err);
+		rdp_dra_checkpoint_done(&fresh);
+		return;
+	}
+	rdp_dra_checkpoint_done(&p->ckpt);
+	p->ckpt = fresh;
+}
+
+static void shared_end(struct rdp_dra_prepare *p)
+{
+	rdp_dra_lock_release(p->lock_fd);
 }
 
 /* The CDI IDs and requests of a claim's devices, from the parse (results in order). */
@@ -408,7 +442,9 @@ static void on_claim_read(struct rdp_kube_job *job, void *userdata)
 					    cl->namespace, cl->name, job->resp.status,
 					    msg ? ": " : "", msg ? msg : ""));
 	} else {
+		shared_begin(p);
 		prepare_claim(p, cl, job->resp.body, job->resp.body_len);
+		shared_end(p);
 	}
 	rdp_kube_job_done(job);
 	c->outstanding--;
@@ -487,6 +523,7 @@ static void do_prepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, co
 	c->call = call;
 	c->id = rdp_grpc_call_id(call);
 	c->n_claims = m->n_claims;
+	shared_begin(p);
 	for (size_t i = 0; i < m->n_claims; i++) {
 		struct pclaim *cl = &c->claims[i];
 		const PbClaim *pc = m->claims[i];
@@ -532,6 +569,7 @@ static void do_prepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, co
 		p->inflight = cl;
 		c->outstanding++;
 	}
+	shared_end(p);
 	if (c->outstanding == 0) {
 		pcall_reply(c);
 		return;
@@ -574,6 +612,7 @@ static void do_unprepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, 
 		return;
 	}
 	dirfd = rdp_cdi_open_dir(p->cdi_dir, false);
+	shared_begin(p);
 	for (size_t i = 0; i < n; i++) {
 		const PbClaim *pc = m->claims[i];
 		const char *uid = pc && pc->uid ? pc->uid : "";
@@ -626,6 +665,7 @@ static void do_unprepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, 
 				known);
 		}
 	}
+	shared_end(p);
 	if (dirfd >= 0)
 		close(dirfd);
 	resp.n_claims = n;
@@ -669,6 +709,7 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 	if (!p)
 		return -ENOMEM;
 	p->plugin_dirfd = -1;
+	p->lock_fd = -1;
 	p->driver = rdp_strdup(o->driver);
 	p->pool = rdp_strdup(o->pool);
 	p->cdi_dir = rdp_strdup(o->cdi_spec_dir);
@@ -698,6 +739,14 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 		rdp_dra_prepare_free(p);
 		return k;
 	}
+	p->lock_fd = rdp_dra_lock_open_at(p->plugin_dirfd);
+	if (p->lock_fd < 0) {
+		k = p->lock_fd;
+		rdp_dra_prepare_free(p);
+		return k;
+	}
+	/* Under the lock: another instance may be writing it (dra-instance.h). */
+	(void)rdp_dra_lock_take(p->lock_fd);
 	k = rdp_dra_checkpoint_load_at(p->plugin_dirfd, &p->ckpt, &err);
 	if (k == -EBADMSG || k == -E2BIG) {
 		rdp_log(RDP_LOG_ERROR, "checkpoint-corrupt", "dir=%s error=%s msg=%s",
@@ -707,6 +756,7 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 		(void)rdp_dra_checkpoint_set_aside_at(p->plugin_dirfd);
 		k = 0;
 	}
+	rdp_dra_lock_release(p->lock_fd);
 	rdp_free(err);
 	if (k < 0) {
 		rdp_dra_prepare_free(p);
@@ -735,6 +785,8 @@ struct rdp_dra_prepare *rdp_dra_prepare_free(struct rdp_dra_prepare *p)
 	rdp_dra_checkpoint_done(&p->ckpt);
 	if (p->plugin_dirfd >= 0)
 		close(p->plugin_dirfd);
+	if (p->lock_fd >= 0)
+		close(p->lock_fd);
 	rdp_free(p->driver);
 	rdp_free(p->pool);
 	rdp_free(p->cdi_dir);
