@@ -50,7 +50,7 @@ int cmd_dra(int argc, char **argv)
 		{"port-down-taint-effect", 0, required_argument, "EFFECT", .str = &taint,
 		 .help = "the effect of the " RDP_DRA_PORT_DOWN_TAINT " taint of a device whose "
 			 "ports are all down: NoSchedule (default), NoExecute, None (shown only; "
-			 "API server 1.35+) or off"},
+			 "API server 1.36+) or off"},
 		CLI_OPT_SYSFS_ROOT(&o.sysfs_root),
 		CLI_OPT_DEV_ROOT(&o.dev_root),
 		{.help = "The API server: in a pod, the service account's (KUBERNETES_SERVICE_HOST "

@@ -113,7 +113,7 @@ json_t *rdp_dra_device_json(const struct rdp_dra_inventory *inv, const struct rd
 enum rdp_dra_taint_effect {
 	RDP_DRA_TAINT_NO_SCHEDULE = 0, /* the default: no new allocation of the device */
 	RDP_DRA_TAINT_NO_EXECUTE, /* ... and pods using it evicted */
-	RDP_DRA_TAINT_NONE, /* the API's "None": informational (an API server of 1.35+) */
+	RDP_DRA_TAINT_NONE, /* the API's "None": informational (an API server of 1.36+) */
 	RDP_DRA_TAINT_OFF, /* no taint */
 };
 
