@@ -32,7 +32,7 @@ int cmd_dra(int argc, char **argv)
 {
 	struct rdp_dra_options o = {.memlock = RDP_MEMLOCK_UNLIMITED,
 				    .memlock_hook = RDP_OCI_HOOK_DEFAULT_PATH};
-	const char *memlock = NULL;
+	const char *memlock = NULL, *taint = NULL;
 	const struct cli_opt opts[] = {
 		{"node-name", 0, required_argument, "NAME", .str = &o.node_name,
 		 .help = "this node (default $NODE_NAME: the downward API)"},
@@ -52,6 +52,10 @@ int cmd_dra(int argc, char **argv)
 		{"memlock-hook", 0, required_argument, "PATH", .str = &o.memlock_hook,
 		 .help = "the host path of rdma-dp the specs name as that hook (default "
 			 RDP_OCI_HOOK_DEFAULT_PATH "), or none"},
+		{"port-down-taint-effect", 0, required_argument, "EFFECT", .str = &taint,
+		 .help = "the effect of the " RDP_DRA_PORT_DOWN_TAINT " taint of a device whose "
+			 "ports are all down: NoSchedule (default), NoExecute, None (shown only; "
+			 "API server 1.36+) or off"},
 		CLI_OPT_SYSFS_ROOT(&o.sysfs_root),
 		CLI_OPT_DEV_ROOT(&o.dev_root),
 		{.help = "The API server: in a pod, the service account's (KUBERNETES_SERVICE_HOST "
@@ -119,6 +123,11 @@ int cmd_dra(int argc, char **argv)
 	else if (o.memlock_hook && o.memlock_hook[0] != '/') {
 		fprintf(stderr, "rdma-dp dra: --memlock-hook: '%s' is not an absolute path or "
 				"\"none\"\n", o.memlock_hook);
+		return 2;
+	}
+	if (taint && rdp_dra_taint_effect_parse(taint, &o.port_down_taint) < 0) {
+		fprintf(stderr, "rdma-dp dra: --port-down-taint-effect: '%s' is not NoSchedule, "
+				"NoExecute, None or off\n", taint);
 		return 2;
 	}
 	if (o.cdi_spec_dir && o.cdi_spec_dir[0] != '/') {

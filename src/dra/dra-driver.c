@@ -91,6 +91,10 @@ struct driver {
 	/* Device health for kubelet's NodeWatchResources streams, and their resend timer. */
 	struct rdp_dra_health_server *health;
 	struct rdp_event_source *health_timer;
+	/* Taints: the list after writes verifies them; the API server dropped them. */
+	bool verify;
+	bool taints_dropped;
+	unsigned int rewrites; /* write rounds in a row that the read-back did not confirm */
 };
 
 static void slices_set_state(struct driver *d, enum slice_state s)
@@ -177,6 +181,7 @@ static void slices_next_write(struct driver *d)
 	if (d->next_write == d->n_writes) {
 		writes_clear(d);
 		/* Read back what the API server holds now: it must be what we wanted. */
+		d->verify = true;
 		slices_list(d);
 		return;
 	}
@@ -204,17 +209,58 @@ static int add_write(struct driver *d, enum rdp_kube_method m, const char *path,
 	return 0;
 }
 
+/*
+ * The read-back after writes differs from what was written. Without taints it would not:
+ * the API server drops them (DRADeviceTaints off): go on without (*desired, *sync replaced).
+ * Otherwise count the round; the third in a row is a failure (-EPROTO).
+ */
+static int slices_unconfirmed(struct driver *d, json_t *items, struct rdp_dra_node *node,
+			      json_t **desired, struct rdp_dra_sync *sync)
+{
+	struct rdp_dra_sync plain;
+	json_t *without = NULL;
+	int k;
+
+	if (node->port_down_taint != RDP_DRA_TAINT_OFF) {
+		node->port_down_taint = RDP_DRA_TAINT_OFF;
+		k = rdp_dra_slices_build(node, &d->inv, 1, &without);
+		if (k >= 0)
+			k = rdp_dra_slices_compare(items, without, &plain);
+		if (k >= 0 && plain.action == RDP_DRA_SYNC_UNCHANGED &&
+		    !json_equal(without, *desired)) {
+			rdp_log(RDP_LOG_WARNING, "taints-dropped", "driver=%s msg=%s", d->o->driver,
+				rdp_log_q("the API server dropped the device taints written "
+					  "(DRADeviceTaints off): publishing without them until "
+					  "restarted"));
+			d->taints_dropped = true;
+			json_decref(*desired);
+			*desired = without;
+			*sync = plain;
+			return 0;
+		}
+		json_decref(without);
+		if (k < 0)
+			return k;
+	}
+	/* not reset by the failure: after the backoff, one round per retry */
+	return ++d->rewrites >= 3 ? -EPROTO : 0;
+}
+
 /* The list came back: compare, and plan the writes. */
 static void slices_listed(struct driver *d, json_t *list)
 {
 	json_t *items = json_is_object(list) ? json_object_get(list, "items") : NULL;
 	struct rdp_dra_node node = {.driver = d->o->driver, .node_name = d->o->node_name,
-				    .node_uid = d->node_uid};
+				    .node_uid = d->node_uid,
+				    .port_down_taint = d->taints_dropped ? RDP_DRA_TAINT_OFF
+									 : d->o->port_down_taint};
 	struct rdp_dra_sync sync;
 	json_t *desired = NULL, *x;
+	bool verify = d->verify;
 	size_t i;
 	int k;
 
+	d->verify = false;
 	if (items && !json_is_array(items) && !json_is_null(items)) {
 		slices_fail(d, "list", "the list of ResourceSlices has no items array");
 		return;
@@ -222,11 +268,16 @@ static void slices_listed(struct driver *d, json_t *list)
 	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
 	if (k >= 0)
 		k = rdp_dra_slices_compare(json_is_array(items) ? items : NULL, desired, &sync);
+	if (k >= 0 && verify && sync.action != RDP_DRA_SYNC_UNCHANGED)
+		k = slices_unconfirmed(d, json_is_array(items) ? items : NULL, &node, &desired,
+				       &sync);
 	if (k >= 0)
 		k = rdp_dra_slices_set_generation(desired, sync.generation);
 	if (k < 0) {
 		json_decref(desired);
-		slices_fail(d, "compare", strerror(-k));
+		slices_fail(d, k == -EPROTO ? "verify" : "compare",
+			    k == -EPROTO ? "the API server does not keep the slices as written"
+					 : strerror(-k));
 		return;
 	}
 	json_decref(d->desired);
@@ -235,6 +286,7 @@ static void slices_listed(struct driver *d, json_t *list)
 	writes_clear(d);
 	switch (sync.action) {
 	case RDP_DRA_SYNC_UNCHANGED:
+		d->rewrites = 0;
 		d->backoff_usec = 0;
 		if (d->failures || d->last_error[0])
 			rdp_log(RDP_LOG_INFO, "slices-recovered", "after=%u", d->failures);
@@ -242,10 +294,18 @@ static void slices_listed(struct driver *d, json_t *list)
 		d->last_error[0] = '\0';
 		slices_set_state(d, SLICES_IDLE);
 		if (d->sync_why) {
+			size_t tainted = 0, j;
+			json_t *dev;
+
+			json_array_foreach(desired, i, x)
+				json_array_foreach(json_object_get(json_object_get(x, "spec"), "devices"),
+						   j, dev)
+					tainted += json_array_size(json_object_get(dev, "taints")) > 0;
 			rdp_log(RDP_LOG_INFO, "slices-published",
-				"driver=%s pool=%s generation=%lld slices=%zu devices=%zu why=%s",
-				d->o->driver, d->o->node_name, d->generation,
-				json_array_size(desired), d->inv.n_devs, rdp_log_q(d->sync_why));
+				"driver=%s pool=%s generation=%lld slices=%zu devices=%zu tainted=%zu "
+				"why=%s", d->o->driver, d->o->node_name, d->generation,
+				json_array_size(desired), d->inv.n_devs, tainted,
+				rdp_log_q(d->sync_why));
 			rdp_free(d->sync_why);
 			d->sync_why = NULL;
 		}

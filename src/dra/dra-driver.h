@@ -14,7 +14,12 @@
  * with kubelet (kubelet wipes the node's slices at its start, and 30 s after the driver is
  * unreachable), and checked every RDP_DRA_RESYNC_USEC against what the API server holds (a
  * wipe meanwhile is repaired within that time). API-server failures back off (1 s doubling to
- * 30 s) without touching kubelet's calls.
+ * 30 s) without touching kubelet's calls. A port state change is a change of the offered
+ * devices (their health, hence their port-down taint). After its writes a sync reads the
+ * pool back: an API server that drops the taints (DRADeviceTaints off, 1.33-1.35) makes the
+ * driver publish without them until it restarts (logged once); any other difference left
+ * after three write rounds in a row backs off as a failure, so a server that changes what it
+ * is given never gets a write loop.
  *
  * Sockets: <driver>-reg.sock and dra.sock, or with rolling_update_uid (the pod's UID)
  * <driver>-<uid>-reg.sock and dra-<uid>.sock, so that two instances run side by side
@@ -26,6 +31,8 @@
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "dra-slices.h"
 
 #define RDP_DRA_RESYNC_USEC (10 * 1000 * 1000ULL)
 #define RDP_DRA_RESCAN_USEC (60 * 1000 * 1000ULL)
@@ -58,6 +65,8 @@ struct rdp_dra_options {
 	 * NULL or "": the fixed names. */
 	const char *rolling_update_uid;
 	bool verbose;
+	/* The taint of a device whose ports are all down (dra-slices.h); zero: NoSchedule. */
+	enum rdp_dra_taint_effect port_down_taint;
 };
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit code: 0, or 1 when it cannot start. */
