@@ -220,6 +220,8 @@ static void slices_listed(struct driver *d, json_t *list)
 	}
 	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
 	if (k >= 0)
+		k = rdp_dra_share_slices(desired, &d->o->share);
+	if (k >= 0)
 		k = rdp_dra_slices_compare(json_is_array(items) ? items : NULL, desired, &sync);
 	if (k >= 0)
 		k = rdp_dra_slices_set_generation(desired, sync.generation);
@@ -643,6 +645,10 @@ static int setup(struct rdp_event *e, void *userdata)
 		RDP_VERSION, o->driver, o->node_name, rdp_log_q(o->kubelet_root),
 		rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_q(o->cdi_spec_dir),
 		rdp_log_q(o->api_server ? o->api_server : "in-cluster"));
+	if (o->share.sharing == RDP_DRA_SHARING_CAPACITY)
+		rdp_log(RDP_LOG_INFO, "sharing", "mode=capacity slots=%u bandwidth=%s",
+			o->share.slots ? o->share.slots : RDP_DRA_SHARE_SLOTS_DEFAULT,
+			o->share.bandwidth ? "yes" : "no");
 	if (o->api_server)
 		k = rdp_kube_config_explicit(o->api_server, o->token_file, o->ca_file,
 					     o->api_server_name, &d->kcfg, &err);

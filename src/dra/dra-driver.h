@@ -22,6 +22,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dra-share.h"
+
 #define RDP_DRA_RESYNC_USEC (10 * 1000 * 1000ULL)
 #define RDP_DRA_RESCAN_USEC (60 * 1000 * 1000ULL)
 #define RDP_DRA_BACKOFF_MIN_USEC (1000 * 1000ULL)
@@ -50,6 +52,7 @@ struct rdp_dra_options {
 	const char *api_server_name; /* the name its certificate carries; NULL: the default */
 	const char *sa_root;       /* tests: a root for the in-cluster service-account files */
 	bool verbose;
+	struct rdp_dra_share_options share; /* --sharing, --share-slots, --share-bandwidth */
 };
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit code: 0, or 1 when it cannot start. */
