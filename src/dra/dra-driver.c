@@ -90,6 +90,8 @@ struct driver {
 	/* Device health for kubelet's NodeWatchResources streams, and their resend timer. */
 	struct rdp_dra_health_server *health;
 	struct rdp_event_source *health_timer;
+	/* --sharing=capacity, but the API server dropped allowMultipleAllocations: as claim */
+	bool share_dropped;
 };
 
 static void slices_set_state(struct driver *d, enum slice_state s)
@@ -219,7 +221,7 @@ static void slices_listed(struct driver *d, json_t *list)
 		return;
 	}
 	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
-	if (k >= 0)
+	if (k >= 0 && !d->share_dropped)
 		k = rdp_dra_share_slices(desired, &d->o->share);
 	if (k >= 0)
 		k = rdp_dra_slices_compare(json_is_array(items) ? items : NULL, desired, &sync);
@@ -358,6 +360,15 @@ static void slices_job_done(struct rdp_kube_job *job, void *userdata)
 			}
 			slices_fail(d, rdp_kube_method_name(w->method), err);
 			return;
+		}
+		if (w->method != RDP_KUBE_DELETE && !d->share_dropped &&
+		    d->o->share.sharing == RDP_DRA_SHARING_CAPACITY &&
+		    rdp_dra_share_dropped(job->json)) {
+			rdp_log(RDP_LOG_WARNING, "sharing-unsupported",
+				"msg=%s", rdp_log_q("the API server dropped allowMultipleAllocations "
+						    "(DRAConsumableCapacity off: Kubernetes < 1.36?); "
+						    "publishing devices for one claim each"));
+			d->share_dropped = true;
 		}
 		d->next_write++;
 		slices_next_write(d);

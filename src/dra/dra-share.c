@@ -81,6 +81,18 @@ int rdp_dra_share_slices(json_t *slices, const struct rdp_dra_share_options *o)
 	return 0;
 }
 
+bool rdp_dra_share_dropped(json_t *slice)
+{
+	json_t *devs = json_object_get(json_object_get(slice, "spec"), "devices");
+	size_t i;
+	json_t *d;
+
+	json_array_foreach(devs, i, d)
+		if (!json_is_true(json_object_get(d, "allowMultipleAllocations")))
+			return true;
+	return false;
+}
+
 static bool is_alnum(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');

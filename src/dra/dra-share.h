@@ -23,8 +23,8 @@
  * and the slice comparison sees no change.
  *
  * `--sharing=claim` (the default) publishes neither: a 1.34/1.35 API server (the gate is alpha
- * and off) drops both fields from what it stores, and the pool would differ from what the
- * driver wants on every check.
+ * and off) drops allowMultipleAllocations and the request policies from what it stores
+ * (rdp_dra_share_dropped() notices, and the driver falls back to claim).
  *
  * Share IDs (results[].shareID, a UID the scheduler generates): each prepared share gets its
  * own CDI device, "<claimUID>-<device>-<shareID>" (rdp_dra_share_cdi_name()), so that two
@@ -67,6 +67,14 @@ const char *rdp_dra_sharing_name(enum rdp_dra_sharing s);
 int rdp_dra_share_device(json_t *dev, const struct rdp_dra_share_options *o);
 /* The same for every device of every slice of rdp_dra_slices_build()'s array. */
 int rdp_dra_share_slices(json_t *slices, const struct rdp_dra_share_options *o);
+
+/*
+ * True when slice, as the API server stored it after a write of devices with
+ * allowMultipleAllocations, has devices without it: the server dropped the field (1.34/1.35,
+ * DRAConsumableCapacity off). The driver then publishes as RDP_DRA_SHARING_CLAIM, otherwise
+ * every check would find a difference and write again.
+ */
+bool rdp_dra_share_dropped(json_t *slice);
 
 /* True for a share ID usable in CDI names: [A-Za-z0-9-], alnum first and last, <= 64. */
 bool rdp_dra_share_id_valid(const char *s);
