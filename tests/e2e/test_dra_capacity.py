@@ -9,8 +9,12 @@
     consumed; the 4th pod stays Pending, Unschedulable, until one of the 3 goes; every running
     pod has exactly mlx5_3's char devices; each share has its own CDI device and checkpoint
     entry, and the unprepare of one leaves the others.
+On 1.34/1.35 (RDP_K8S_BIN of 1.34.4: the gate alpha, off) those two skip, and instead: the API
+server drops allowMultipleAllocations and the request policy, and the driver says so once and
+publishes as --sharing=claim, with no write at the next resync.
 """
 import json
+import re
 import time
 
 import pytest
@@ -34,6 +38,12 @@ def overlay(c, memlock):
     return d
 
 
+def gate_on(c):
+    """DRAConsumableCapacity on by default: Kubernetes 1.36+ (kubelet --version's minor)."""
+    m = re.search(r"v1\.(\d+)\.", c.versions()["kubernetes"])
+    return bool(m) and int(m.group(1)) >= 36
+
+
 @pytest.fixture(scope="module")
 def dracap(cluster):
     c = cluster
@@ -43,10 +53,14 @@ def dracap(cluster):
     memlock, c.dra_memlock = td.memlock_value()
     c.kubectl("apply", "-k", overlay(c, memlock))
     cl.wait_for("the rdma-dp-dra pod Ready", lambda: td.driver_ready(c), 180, 0.5)
-    cl.wait_for("the pool published with capacity",
-                lambda: td.published(c) and all(d.get("allowMultipleAllocations")
-                                                for s in td.published(c)
-                                                for d in s["spec"]["devices"]), 60, 0.5)
+    if gate_on(c):
+        cl.wait_for("the pool published with capacity",
+                    lambda: td.published(c) and all(d.get("allowMultipleAllocations")
+                                                    for s in td.published(c)
+                                                    for d in s["spec"]["devices"]), 60, 0.5)
+    else:
+        cl.wait_for("the driver back to claim sharing",
+                    lambda: "event=sharing-unsupported" in td.driver_log(c), 60, 0.5)
     yield c
     for kind in ("pod", "resourceclaim", "resourceclaimtemplate"):
         c.kubectl("delete", kind, "-n", "default", "--all", "--grace-period=1", "--wait=true",
@@ -56,8 +70,26 @@ def dracap(cluster):
         cl.swap_node(c, before)
 
 
+def test_older_api_server_falls_back_to_claim_sharing(dracap):
+    """1.34/1.35 (the gate alpha, off): the API server drops allowMultipleAllocations and the
+    request policy; the driver says so once and publishes as --sharing=claim, with no write at
+    the next resync."""
+    c = dracap
+    if gate_on(c):
+        pytest.skip("DRAConsumableCapacity is on: " + c.versions()["kubernetes"])
+    cl.wait_for("the pool as for claim sharing", lambda: td.published(c) and not any(
+        "capacity" in d or "allowMultipleAllocations" in d
+        for s in td.published(c) for d in s["spec"]["devices"]), 60, 0.5)
+    rv = [x["metadata"]["resourceVersion"] for x in td.published(c)]
+    time.sleep(11)
+    assert [x["metadata"]["resourceVersion"] for x in td.published(c)] == rv
+    assert td.driver_log(c).count("event=sharing-unsupported") == 1
+
+
 def test_pool_published_with_capacity(dracap):
     c = dracap
+    if not gate_on(c):
+        pytest.skip("DRAConsumableCapacity is off: " + c.versions()["kubernetes"])
     s = td.published(c)
     devs = {d["name"]: d for x in s for d in x["spec"]["devices"]}
     assert sorted(d["attributes"]["ibdev"]["string"] for d in devs.values()) == \
@@ -92,6 +124,8 @@ def unschedulable(c, name):
 
 def test_one_nic_shared_by_pods_up_to_its_capacity(dracap):
     c = dracap
+    if not gate_on(c):
+        pytest.skip("DRAConsumableCapacity is off: " + c.versions()["kubernetes"])
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                 "metadata": {"name": "mlx5-3-share", "namespace": "default"},
                 "spec": {"spec": {"devices": {"requests": [{"name": "nic", "exactly": {
