@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rdma-dp dra: the node part of the DRA driver (dra-driver.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "discovery.h"
 #include "dra-driver.h"
 #include "dra-instance.h"
+#include "dra-share.h"
 #include "dra-slices.h"
 #include "kube-client.h"
 #include "memlock.h"
@@ -32,7 +34,7 @@ int cmd_dra(int argc, char **argv)
 {
 	struct rdp_dra_options o = {.memlock = RDP_MEMLOCK_UNLIMITED,
 				    .memlock_hook = RDP_OCI_HOOK_DEFAULT_PATH};
-	const char *memlock = NULL, *taint = NULL;
+	const char *memlock = NULL, *taint = NULL, *sharing = NULL, *slots = NULL;
 	const struct cli_opt opts[] = {
 		{"node-name", 0, required_argument, "NAME", .str = &o.node_name,
 		 .help = "this node (default $NODE_NAME: the downward API)"},
@@ -56,6 +58,17 @@ int cmd_dra(int argc, char **argv)
 		 .help = "the effect of the " RDP_DRA_PORT_DOWN_TAINT " taint of a device whose "
 			 "ports are all down: NoSchedule (default), NoExecute, None (shown only; "
 			 "API server 1.36+) or off"},
+		{"sharing", 0, required_argument, "claim|capacity", .str = &sharing,
+		 .help = "how pods share a NIC: claim (default: one claim, many pods; any "
+			 "1.34+ cluster) or capacity (each device allocatable to several claims, "
+			 "allowMultipleAllocations; needs DRAConsumableCapacity: on by default "
+			 "since 1.36)"},
+		{"share-slots", 0, required_argument, "N", .str = &slots,
+		 .help = "capacity: the claims one NIC takes, its \"slots\" capacity (the "
+			 "seeds' rdmaHcaMax; default 200)"},
+		{"share-bandwidth", 0, no_argument, NULL, .flag = &o.share.bandwidth,
+		 .help = "capacity: also publish \"bandwidth\" (the port's rate; a request takes "
+			 "none unless it asks)"},
 		CLI_OPT_SYSFS_ROOT(&o.sysfs_root),
 		CLI_OPT_DEV_ROOT(&o.dev_root),
 		{.help = "The API server: in a pod, the service account's (KUBERNETES_SERVICE_HOST "
@@ -111,6 +124,30 @@ int cmd_dra(int argc, char **argv)
 	}
 	if (!o.api_server && (o.token_file || o.ca_file)) {
 		fprintf(stderr, "rdma-dp dra: --token-file and --ca-file go with --api-server\n");
+		return 2;
+	}
+	if (sharing && rdp_dra_sharing_parse(sharing, &o.share.sharing) < 0) {
+		fprintf(stderr, "rdma-dp dra: --sharing: '%s' is not \"claim\" or \"capacity\"\n",
+			sharing);
+		return 2;
+	}
+	if (slots) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(slots, &end, 10);
+		if (errno || end == slots || *end || slots[0] == '-' || v == 0 ||
+		    v > RDP_DRA_SHARE_SLOTS_MAX) {
+			fprintf(stderr, "rdma-dp dra: --share-slots: '%s' is not a number from 1 to "
+					"%d\n", slots, RDP_DRA_SHARE_SLOTS_MAX);
+			return 2;
+		}
+		o.share.slots = (unsigned int)v;
+	}
+	if ((slots || o.share.bandwidth) && o.share.sharing != RDP_DRA_SHARING_CAPACITY) {
+		fprintf(stderr, "rdma-dp dra: --share-slots and --share-bandwidth go with "
+				"--sharing=capacity\n");
 		return 2;
 	}
 	if (memlock && rdp_memlock_parse(memlock, &o.memlock) < 0) {

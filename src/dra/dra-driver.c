@@ -95,6 +95,8 @@ struct driver {
 	bool verify;
 	bool taints_dropped;
 	unsigned int rewrites; /* write rounds in a row that the read-back did not confirm */
+	/* --sharing=capacity, but the API server dropped allowMultipleAllocations: as claim */
+	bool share_dropped;
 };
 
 static void slices_set_state(struct driver *d, enum slice_state s)
@@ -266,6 +268,8 @@ static void slices_listed(struct driver *d, json_t *list)
 		return;
 	}
 	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
+	if (k >= 0 && !d->share_dropped)
+		k = rdp_dra_share_slices(desired, &d->o->share);
 	if (k >= 0)
 		k = rdp_dra_slices_compare(json_is_array(items) ? items : NULL, desired, &sync);
 	if (k >= 0 && verify && sync.action != RDP_DRA_SYNC_UNCHANGED)
@@ -417,6 +421,15 @@ static void slices_job_done(struct rdp_kube_job *job, void *userdata)
 			}
 			slices_fail(d, rdp_kube_method_name(w->method), err);
 			return;
+		}
+		if (w->method != RDP_KUBE_DELETE && !d->share_dropped &&
+		    d->o->share.sharing == RDP_DRA_SHARING_CAPACITY &&
+		    rdp_dra_share_dropped(job->json)) {
+			rdp_log(RDP_LOG_WARNING, "sharing-unsupported",
+				"msg=%s", rdp_log_q("the API server dropped allowMultipleAllocations "
+						    "(DRAConsumableCapacity off: Kubernetes < 1.36?); "
+						    "publishing devices for one claim each"));
+			d->share_dropped = true;
 		}
 		d->next_write++;
 		slices_next_write(d);
@@ -740,6 +753,10 @@ static int setup(struct rdp_event *e, void *userdata)
 		RDP_VERSION, o->driver, o->node_name, rdp_log_q(o->kubelet_root),
 		rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_q(o->cdi_spec_dir),
 		rdp_log_q(o->api_server ? o->api_server : "in-cluster"));
+	if (o->share.sharing == RDP_DRA_SHARING_CAPACITY)
+		rdp_log(RDP_LOG_INFO, "sharing", "mode=capacity slots=%u bandwidth=%s",
+			o->share.slots ? o->share.slots : RDP_DRA_SHARE_SLOTS_DEFAULT,
+			o->share.bandwidth ? "yes" : "no");
 	if (o->api_server)
 		k = rdp_kube_config_explicit(o->api_server, o->token_file, o->ca_file,
 					     o->api_server_name, &d->kcfg, &err);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "dra-slices.h"
+#include "dra-share.h"
 
 #define RDP_DRA_RESYNC_USEC (10 * 1000 * 1000ULL)
 #define RDP_DRA_RESCAN_USEC (60 * 1000 * 1000ULL)
@@ -67,6 +68,7 @@ struct rdp_dra_options {
 	bool verbose;
 	/* The taint of a device whose ports are all down (dra-slices.h); zero: NoSchedule. */
 	enum rdp_dra_taint_effect port_down_taint;
+	struct rdp_dra_share_options share; /* --sharing, --share-slots, --share-bandwidth */
 };
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit code: 0, or 1 when it cannot start. */

@@ -14,6 +14,7 @@
 #include "dra-claims.h"
 #include "dra-instance.h"
 #include "dra-driver.h"
+#include "dra-share.h"
 #include "dra-slices.h"
 #include "dra.pb-c.h"
 #include "grpc.h"
@@ -130,15 +131,23 @@ static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n_results; i++) {
 		struct rdp_dra_ckpt_device *d = &a->devices[a->n_devices++];
-		char id[RDP_CDI_DEVICE_NAME_MAX + 128];
-		int k = rdp_cdi_claim_device_id(uid, c->results[i].device, id, sizeof(id));
+		char id[RDP_CDI_DEVICE_NAME_MAX + 128], name[RDP_CDI_DEVICE_NAME_MAX];
+		int k = rdp_dra_share_cdi_name(c->results[i].device, c->results[i].share_id, name,
+					       sizeof(name));
 
+		if (k >= 0)
+			k = rdp_cdi_claim_device_id(uid, name, id, sizeof(id));
 		if (k < 0)
 			return k;
 		d->request = rdp_strdup(c->results[i].request);
 		d->pool = rdp_strdup(c->results[i].pool);
 		d->device = rdp_strdup(c->results[i].device);
 		d->admin_access = c->results[i].admin_access;
+		if (c->results[i].share_id) {
+			d->share_id = rdp_strdup(c->results[i].share_id);
+			if (!d->share_id)
+				return -ENOMEM;
+		}
 		d->cdi_ids = rdp_calloc(1, sizeof(*d->cdi_ids));
 		if (d->cdi_ids)
 			d->cdi_ids[0] = rdp_strdup(id);
@@ -160,7 +169,8 @@ static int results_from_ckpt(const struct rdp_dra_ckpt_claim *c, struct rdp_dra_
 		r[i] = (struct rdp_dra_result){.request = c->devices[i].request,
 					       .pool = c->devices[i].pool,
 					       .device = c->devices[i].device,
-					       .admin_access = c->devices[i].admin_access};
+					       .admin_access = c->devices[i].admin_access,
+					       .share_id = c->devices[i].share_id};
 	*ret = r;
 	return 0;
 }
@@ -201,10 +211,20 @@ static int write_spec(struct rdp_dra_prepare *p, const char *uid,
 }
 
 /*
- * Another claim that holds one of these devices, or NULL. An admin-access result on either
- * side holds nothing: the scheduler gives a device in use to an admin claim (monitoring), and
- * the device stays free for workload claims while an admin claim has it.
+ * Two results of two claims may use one device at once: an admin-access result on either
+ * side holds nothing (the scheduler gives a device in use to an admin claim, monitoring, and
+ * the device stays free for workload claims while an admin claim has it); two shares
+ * (consumable capacity: both with a share ID, different ones) are what the scheduler counted
+ * against the device's capacity.
  */
+static bool coexist(const struct rdp_dra_ckpt_device *o, const struct rdp_dra_result *r)
+{
+	if (o->admin_access || r->admin_access)
+		return true;
+	return o->share_id && r->share_id && strcmp(o->share_id, r->share_id) != 0;
+}
+
+/* Another claim that holds one of these devices (coexist() says when not), or NULL. */
 static const struct rdp_dra_ckpt_claim *holder(const struct rdp_dra_prepare *p, const char *uid,
 					       const struct rdp_dra_claim *c, const char **dev)
 {
@@ -215,7 +235,7 @@ static const struct rdp_dra_ckpt_claim *holder(const struct rdp_dra_prepare *p, 
 			continue;
 		for (size_t j = 0; j < o->n_devices; j++)
 			for (size_t k = 0; k < c->n_results; k++)
-				if (!o->devices[j].admin_access && !c->results[k].admin_access &&
+				if (!coexist(&o->devices[j], &c->results[k]) &&
 				    strcmp(o->devices[j].device, c->results[k].device) == 0) {
 					*dev = c->results[k].device;
 					return o;
@@ -381,6 +401,8 @@ static void pcall_reply(struct pcall *c)
 			pd->device_name = d->device;
 			pd->n_cdi_device_ids = d->n_cdi_ids;
 			pd->cdi_device_ids = d->cdi_ids;
+			if (d->share_id)
+				pd->share_id = d->share_id;
 			dptr[di++] = pd;
 			o->n_devices++;
 		}

@@ -27,7 +27,7 @@
  *   resource.kubernetes.io/pciBusID string "0000:18:00.0": the device's own PCI function
  *   (KEP-4381: the device's address), so not for an SF, which has none of its own (its
  *   pciAddress and pcieRoot are its PF's).
- * No capacity.
+ * No capacity here: dra-share.h adds it for --sharing=capacity.
  *
  * Taints (DRADeviceTaints: alpha 1.33-1.35, beta and on 1.36, GA 1.37): a device whose
  * health (dra-health.h, from its ports) is UNHEALTHY -- no port ACTIVE and at least one

@@ -312,7 +312,7 @@ def _attr_errs(a, path):
     return errs
 
 
-def _quantity_errs(c, path):
+def _quantity_errs(c, path, multi=False):
     if not isinstance(c, dict) or "value" not in c:
         return [FieldError("Required", path + ".value")]
     v = c["value"]
@@ -321,8 +321,10 @@ def _quantity_errs(c, path):
                            "quantities must match the regular expression "
                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
     if c.get("requestPolicy") is not None:
-        return [FieldError("Forbidden", path + ".requestPolicy", None,
-                           "allowMultipleAllocations must be true")]
+        if not multi:
+            return [FieldError("Forbidden", path + ".requestPolicy", None,
+                               "allowMultipleAllocations must be true")]
+        return _request_policy_errs(_qty(v), c["requestPolicy"], path + ".requestPolicy")
     return []
 
 
@@ -375,6 +377,67 @@ def drop_taints(obj):
     for d in ((obj.get("spec") or {}).get("devices") or []):
         if isinstance(d, dict):
             d.pop("taints", None)
+_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def _qty(v):
+    """A quantity's value (integer quantities with a binary or decimal suffix; others None)."""
+    m = re.match(r"^([0-9]+)([kMGTPE]i?|Ki)?$", str(v))
+    return int(m.group(1)) * _SUFFIX[m.group(2) or ""] if m and (m.group(2) or "") in _SUFFIX \
+        else None
+
+
+def _request_policy_errs(cap, pol, path):
+    """validateRequestPolicy of pkg/apis/resource/validation (1.36), for integer quantities:
+    one of validValues and validRange, default required with either and within it, min and
+    max within the capacity."""
+    if not isinstance(pol, dict):
+        return [FieldError("Invalid", path, pol, "must be an object")]
+    errs = []
+    d = _qty(pol["default"]) if pol.get("default") is not None else None
+    if pol.get("validValues") and pol.get("validRange") is not None:
+        return [FieldError("Forbidden", path, None, 'exactly one policy can be specified, '
+                           'cannot specify "validValues" and "validRange" at the same time')]
+    if pol.get("validValues"):
+        vals = [_qty(x) for x in pol["validValues"]]
+        if d is None:
+            errs.append(FieldError("Required", path + ".default", None,
+                                   "required when validValues is defined"))
+        elif d not in vals:
+            errs.append(FieldError("Invalid", path + ".validValues", pol["default"],
+                                   "default value is not valid according to the requestPolicy"))
+    rng = pol.get("validRange")
+    if rng is not None:
+        lo = _qty(rng["min"]) if rng.get("min") is not None else None
+        if d is None:
+            errs.append(FieldError("Required", path + ".default", None,
+                                   "required when validRange is defined"))
+        if lo is None:
+            errs.append(FieldError("Required", path + ".validRange.min", None,
+                                   "required when validRange is defined"))
+        else:
+            if cap is not None and lo > cap:
+                errs.append(FieldError("Invalid", path + ".validRange.min", rng["min"],
+                                       "min is larger than capacity value"))
+            if d is not None and d < lo:
+                errs.append(FieldError("Invalid", path + ".validRange.min", pol["default"],
+                                       "default is less than min"))
+    if d is not None and cap is not None and d > cap:
+        errs.append(FieldError("Invalid", path + ".default", pol["default"],
+                               "default is larger than capacity value"))
+    return errs
+
+
+def drop_disabled_fields(obj):
+    """What a 1.34/1.35 API server (DRAConsumableCapacity alpha, off) does with a slice it
+    stores: allowMultipleAllocations and every capacity's requestPolicy are dropped."""
+    for d in (obj.get("spec") or {}).get("devices") or []:
+        if isinstance(d, dict):
+            d.pop("allowMultipleAllocations", None)
+            for c in (d.get("capacity") or {}).values():
+                if isinstance(c, dict):
+                    c.pop("requestPolicy", None)
 
 
 def _device_errs(d, path):
@@ -404,7 +467,8 @@ def _device_errs(d, path):
         errs += _attr_errs(attrs[k], _key(path + ".attributes", k))
     for k in sorted(caps):
         errs += _qualified_name_errs(k, path + ".capacity")
-        errs += _quantity_errs(caps[k], _key(path + ".capacity", k))
+        errs += _quantity_errs(caps[k], _key(path + ".capacity", k),
+                               d.get("allowMultipleAllocations") is True)
     if d.get("taints") is not None:
         errs += _taint_errs(d["taints"], path + ".taints")
     if any(d.get(f) is not None for f in ("nodeName", "nodeSelector", "allNodes")):
@@ -761,6 +825,8 @@ class FakeAPIServer:
         self._server = None
         self._thread = None
         self.port = port
+        # DRAConsumableCapacity: beta and on since 1.36; False models 1.34/1.35 (alpha, off)
+        self.consumable_capacity = True
         self.latency = 0.0
         self.idle_timeout = 120.0
         self.require_node_owner = require_node_owner
@@ -1335,6 +1401,8 @@ class FakeAPIServer:
             default_taints(obj)
             if not self.device_taints:
                 drop_taints(obj)
+            if not self.consumable_capacity:
+                drop_disabled_fields(obj)
             errs = validate_slice(obj, {n: v["metadata"]["uid"] for n, v in self.nodes.items()},
                                   self.require_node_owner)
             if errs:
@@ -1377,6 +1445,8 @@ class FakeAPIServer:
             if not self.device_taints and not any(
                     d.get("taints") for d in old["spec"].get("devices") or []):
                 drop_taints(obj)
+            if not self.consumable_capacity:
+                drop_disabled_fields(obj)
             errs = validate_slice(obj, {n: v["metadata"]["uid"] for n, v in self.nodes.items()},
                                   self.require_node_owner)
             ospec, nspec = old["spec"], obj.get("spec") or {}
