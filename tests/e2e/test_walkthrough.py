@@ -63,11 +63,14 @@ LS_DATE = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d
 # rdma-dp health's "generation N": how many times the daemon wrote its status file, which
 # depends on how events coalesced while it started
 GENERATION = re.compile(r"(?<=generation )\d+\b")
+# kubectl's tables pad columns to their widest entry (describe node: the longest resource
+# name the node has ever had, since kubelet keeps a gone plugin's resources in its capacity)
+PADDING = re.compile(r"(?<=\S) {2,}")
 WAITING = re.compile(r"^Waiting for .*$\n?", re.M)  # kubectl rollout status's progress lines
 
 
 def normalise(text):
-    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    text = "\n".join(PADDING.sub("  ", line.rstrip()) for line in text.split("\n"))
     text = WAITING.sub("", text)
     for pat, tok in ((UID, "<uid>"), (TIME, "<time>"), (SUFFIX, "<suffix>"), (LS_DATE, "<date>"),
                      (GENERATION, "<n>")):
@@ -119,13 +122,16 @@ def view_overlay(src, dst):
 
 def cleanup(c):
     """What an earlier module, or an earlier run of the doc's commands, left: the doc's steps
-    start from a node without rdma-dp."""
+    start from a node without rdma-dp (and `kubectl apply` then says "created"). The DRA
+    driver leaves its ResourceSlices when it stops (kubelet wipes them at its restart): a new
+    driver would take over the pool at a higher generation, so they go too."""
     for args in (("statefulset", "nccl-a"), ("pod", "nccl-a-0", "nccl-a-1"), ("resourceclaim", "rdma-shared-a"),
                  ("ds", "nccl-test"), ("pod", "rdma-test"), ("ds", "-n", "kube-system", "rdma-dp"),
-                 ("configmap", "-n", "kube-system", "rdma-devices"), ("ds", "-n", "kube-system", "rdma-dp-dra")):
+                 ("configmap", "-n", "kube-system", "rdma-devices"), ("-k", c.walk_view / "deploy" / "dra")):
         c.kubectl("delete", *args, "--ignore-not-found", "--wait=true", "--grace-period=1", check=False, timeout=180)
     cl.wait_for("no rdma-dp pods", lambda: not c.get("pods", "-n", "kube-system", "-l", "name in (rdma-dp,rdma-dp-dra)")
                 ["items"], 120, 0.5)
+    c.kubectl("delete", "resourceslices", "--field-selector", "spec.driver=" + tdra.DRIVER, "--wait=true", timeout=60)
     cl.wait_for("no workload pods", lambda: not [p for p in c.get("pods", "-n", "default")["items"]
                                                  if p["metadata"]["name"].startswith(("nccl-", "rdma-test"))], 120, 0.5)
 
@@ -137,7 +143,6 @@ def walk(cluster):
     node = {b[1].get("node") for b in blocks()}
     assert len(node) == 1 and None not in node, node
     node = node.pop()
-    cleanup(c)
     if c.node_fixture != node:
         cl.swap_node(c, node)
     started_gpu = not c.running("gpu-plugin")
@@ -158,7 +163,7 @@ def walk(cluster):
         (bindir / "kubectl").symlink_to(c.bin / "kubectl")
     c.walk_view, c.walk_env = view, dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]),
                                          KUBECONFIG=str(c.kc / "admin.conf"))
-    c.walk_outputs = {}
+    cleanup(c)
     t0 = time.monotonic()
     yield c
     print("\nwalkthrough: %.0f s" % (time.monotonic() - t0))

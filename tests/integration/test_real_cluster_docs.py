@@ -32,7 +32,7 @@ def test_cluster_transcripts_are_marked():
 
 
 def test_intro_says_where_the_cluster_outputs_come_from():
-    intro = DOC.read_text().split("## 0.")[0]
+    intro = " ".join(DOC.read_text().split("## 0.")[0].split())
     for what in ("Kubernetes 1.37.2", "containerd", "2.4.2", "127.0.0.1", "tests/e2e/test_walkthrough.py",
                  "RDP_WRITE_DOCS=1"):
         assert what in intro, what
