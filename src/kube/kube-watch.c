@@ -79,6 +79,8 @@ void rdp_kube_watch_parser_free(struct rdp_kube_watch_parser *p)
 
 static int append(struct rdp_kube_watch_parser *p, const char *buf, size_t len)
 {
+	if (len == 0)
+		return 0; /* an empty line first: no buffer yet */
 	if (len > p->max_event - p->len)
 		return -E2BIG;
 	if (p->len + len > p->cap) {

@@ -102,6 +102,10 @@ static void test_parser_stop_and_errors(void)
 		EXPECT_EQ(rdp_kube_watch_parser_feed(p, "\n", 1, on_event, &z), -EBADMSG);
 		rdp_kube_watch_parser_free(p);
 	}
+	/* an empty line before any other (no buffer yet: found by the fuzzer) */
+	EXPECT_EQ(rdp_kube_watch_parser_new(0, &p), 0);
+	EXPECT_EQ(rdp_kube_watch_parser_feed(p, "\n\n", 2, on_event, &s), 0);
+	rdp_kube_watch_parser_free(p);
 	/* a line over the bound, even before its end comes */
 	memset(big, ' ', sizeof(big));
 	EXPECT_EQ(rdp_kube_watch_parser_new(256, &p), 0);
