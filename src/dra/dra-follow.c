@@ -248,6 +248,8 @@ void rdp_dra_follow_listed(struct rdp_dra_follow *f, json_t *list)
 	json_t *items = json_object_get(list, "items");
 	const char *rv = rdp_kube_object_rv(list);
 
+	if (!f)
+		return;
 	f->sync_idle = false;
 	json_decref(f->items);
 	f->items = json_is_array(items) ? json_deep_copy(items) : json_array();
@@ -259,6 +261,8 @@ void rdp_dra_follow_listed(struct rdp_dra_follow *f, json_t *list)
 
 void rdp_dra_follow_wrote(struct rdp_dra_follow *f)
 {
+	if (!f)
+		return;
 	f->sync_idle = false;
 	if (rdp_kube_watch_running(f->watch))
 		f->stale = true;
@@ -266,13 +270,15 @@ void rdp_dra_follow_wrote(struct rdp_dra_follow *f)
 
 void rdp_dra_follow_idle(struct rdp_dra_follow *f)
 {
+	if (!f)
+		return;
 	f->sync_idle = true;
 	maybe_start(f);
 }
 
 bool rdp_dra_follow_healthy(const struct rdp_dra_follow *f)
 {
-	return f->healthy;
+	return !f || f->healthy;
 }
 
 void rdp_dra_follow_stats(const struct rdp_dra_follow *f, struct rdp_dra_follow_stats *ret)

@@ -55,6 +55,10 @@ int rdp_dra_follow_new(struct rdp_event *e, const struct rdp_kube_config *cfg,
 		       struct rdp_dra_follow **ret, char **ret_error);
 struct rdp_dra_follow *rdp_dra_follow_free(struct rdp_dra_follow *f);
 
+/*
+ * The four below accept NULL (nothing done; healthy): a slice job that finished while the
+ * driver stops reaches the sync after the watch is gone.
+ */
 /* A LIST of our slices came back (the whole response object). */
 void rdp_dra_follow_listed(struct rdp_dra_follow *f, json_t *list);
 /* The sync wrote a slice: a watch running now will see it. */
