@@ -182,9 +182,19 @@ def rdma_pod(name):
 
 def uverbs_of(c, pod):
     """{ibdev: uverbsN}, from the guest's sysfs as the pod sees it."""
+    return {ib: min(n for n in names if n.startswith("uverbs")) for ib, names in char_devs_of(c, pod).items()}
+
+
+def char_devs_of(c, pod):
+    """{ibdev: its /dev/infiniband names (uverbsN, umadN, issmN)}, from the guest's sysfs as the
+    pod sees it (infiniband_verbs and infiniband_mad classes)."""
     out = exec_out(c, "default", pod, "sh", "-c",
-                   "for d in /sys/class/infiniband_verbs/uverbs*; do echo ${d##*/} $(cat $d/ibdev); done")
-    return {ib: uv for uv, ib in (line.split() for line in out.splitlines())}
+                   "for d in /sys/class/infiniband_verbs/uverbs* /sys/class/infiniband_mad/umad* "
+                   "/sys/class/infiniband_mad/issm*; do [ -e $d/ibdev ] && echo ${d##*/} $(cat $d/ibdev); done; true")
+    devs = {}
+    for name, ib in (line.split() for line in out.splitlines()):
+        devs.setdefault(ib, set()).add(name)
+    return devs
 
 
 BW_ITERS, BW_SIZE = 1000, 65536
@@ -304,7 +314,8 @@ def test_dra_claims_between_pods(guest_plugin):
     """The DRA path on the guest node: deploy/base's DaemonSet leaves (one driver per node),
     deploy/dra comes (its ServiceAccount's token through the relay), the guest's rxe devices
     are published, a claim for rxe1 and a claim for rxe0 are allocated by the real scheduler
-    and prepared by rdma-dp, each pod holds only its NIC's device nodes and is told its NIC by
+    and prepared by rdma-dp, each pod holds exactly its NIC's device nodes (uverbs, umad, issm)
+    and rdma_cm, and is told its NIC by
     the claim's variables (RDMA_DEVICE_NIC, NCCL_IB_HCA), and ib_write_bw runs between the two
     pods on the devices those variables name."""
     g = guest_plugin
@@ -330,14 +341,14 @@ def test_dra_claims_between_pods(guest_plugin):
             c.kubectl("apply", "-f", "-", input=dra_claim_and_pod(name, ibdev))
         for name in ("rdma-dra-srv", "rdma-dra-cli"):
             c.wait_pod("default", name, timeout=600)
-        verbs = uverbs_of(c, "rdma-dra-srv")
+        nodes = char_devs_of(c, "rdma-dra-srv")
         dev_of = {}
         for name, ibdev in (("rdma-dra-srv", "rxe1"), ("rdma-dra-cli", "rxe0")):
             env = dict(kv.split("=", 1) for kv in exec_out(c, "default", name, "env").splitlines() if "=" in kv)
             assert env.get("RDMA_DEVICE_NIC", "").split(":")[0] == ibdev, env
             assert env.get("NCCL_IB_HCA", "").lstrip("=^").split(":")[0] == ibdev, env
             held = set(exec_out(c, "default", name, "ls", "/dev/infiniband").split())
-            assert held == {verbs[ibdev], "rdma_cm"}, (name, held, verbs)
+            assert held == nodes[ibdev] | {"rdma_cm"}, (name, held, nodes)
             dev_of[name] = env["RDMA_DEVICE_NIC"].split(":")[0]
         peak, avg, wall, secs = ib_write_bw(c, "rdma-dra-srv", dev_of["rdma-dra-srv"],
                                             "rdma-dra-cli", dev_of["rdma-dra-cli"])
