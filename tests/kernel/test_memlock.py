@@ -97,8 +97,8 @@ class Podman:
         return r
 
     def probe(self, what, devices, ibdev, sizes, specs):
-        """memlock_probe.py in the container: .fields {uid, capeff, memlock: text} and .reg
-        {size: "ok" or "errno N NAME: TEXT"}."""
+        """memlock_probe.py in the container: .fields {uid, capeff, memlock, seconds: the
+        first such line's text} and .reg {size: "ok" or "errno N NAME: TEXT"}."""
         r = self.run(what, devices, ["/usr/bin/python3", "/probe.py", ibdev, *map(str, sizes)],
                      specs)
         r.fields, r.reg = {}, {}
@@ -131,7 +131,7 @@ def in_cdi_dir(specs):
 
 def variant(doc, cls, **hook):
     """{file: doc} of a copy of spec doc under kind rdma-dp.io/cls, its hook changed (hook:
-    keys of the hook entry; None for no hook at all)."""
+    keys of the hook entry to replace; drop=True: no hook at all)."""
     d = copy.deepcopy(doc)
     d["kind"] = "rdma-dp.io/" + cls
     edits = d["containerEdits"]
