@@ -15,13 +15,14 @@
 #   scripts/install-deps.sh bench   only what `make bench` adds: Go, grpc-go and protoc-gen-go for
 #                                   the Go floor and kubelet (bench/), valgrind for callgrind
 #   scripts/install-deps.sh kernel  only what the real-kernel stage adds (scripts/real-kernel/:
-#                                   QEMU, busybox, the RDMA stack's tools, which the guest sees
-#                                   through its overlay root)
+#                                   QEMU, busybox, the RDMA stack's tools, podman and runc
+#                                   (test_memlock.py), which the guest sees through its
+#                                   overlay root)
 set -eu
 if [ "${1:-}" = kernel ]; then
 	pkgs="qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils ibverbs-providers
 rdmacm-utils perftest iproute2 infiniband-diags util-linux python3-pytest python3-grpcio
-python3-protobuf protobuf-compiler xz-utils"
+python3-protobuf protobuf-compiler xz-utils podman runc"
 elif [ "${1:-}" = e2e ]; then
 	pkgs="containernetworking-plugins runc buildah busybox-static bash openssl curl util-linux gcc
 libc6-dev protobuf-compiler python3-pytest python3-grpcio python3-protobuf ca-certificates

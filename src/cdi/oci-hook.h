@@ -8,9 +8,11 @@
  * exists (the state's "pid" is runc's init, a host pid), before pivot_root and before it
  * execs the user's process; a limit set on that process survives the exec and the switch to
  * a non-root user. createContainer runs inside the container's pid namespace (the state's pid
- * is 1 there while /proc is still the host's) and startContainer runs inside the container
- * after the capabilities were dropped, where the hook path would have to exist and could not
- * raise a hard limit. One caveat, measured: when the OCI spec itself carries an
+ * is 1 there while /proc is still the host's); runc runs it before pivot_root, so the hook
+ * works there too (tests/kernel/test_memlock.py), but the runtime spec promises the runtime's
+ * namespace to createRuntime only. startContainer runs inside the container after the
+ * capabilities were dropped, where the hook path would have to exist and could not raise a
+ * hard limit (measured: the start fails). One caveat, measured: when the OCI spec itself carries an
  * RLIMIT_MEMLOCK (podman/docker --ulimit memlock=..., CRI-O default_ulimits), runc applies it
  * after the create hooks and the spec's value wins. Kubernetes' runtimes put no memlock into
  * the spec by default (containerd: RLIMIT_NOFILE only; CRI-O: default_ulimits empty), so the
