@@ -14,6 +14,7 @@
 #include "dra-claims.h"
 #include "dra-driver.h"
 #include "dra-slices.h"
+#include "dra-status.h"
 #include "dra.pb-c.h"
 #include "grpc.h"
 #include "kube-worker.h"
@@ -73,6 +74,7 @@ struct rdp_dra_prepare {
 	const struct rdp_dra_inventory *inv;
 	int plugin_dirfd;
 	struct rdp_dra_checkpoint ckpt;
+	struct rdp_dra_status *status; /* NULL: no status.devices writes */
 	struct pcall *calls;       /* waiting for the API server */
 	struct pclaim *inflight;   /* their claims being read */
 };
@@ -210,6 +212,20 @@ static int record(struct rdp_dra_prepare *p, struct pclaim *cl,
 	return k;
 }
 
+/* Queues the claim's status.devices (never waited for: the answer goes now). */
+static void status_set(struct rdp_dra_prepare *p, const struct pclaim *cl,
+		       const struct rdp_dra_result *results, size_t n)
+{
+	int k;
+
+	if (!p->status || n == 0)
+		return;
+	k = rdp_dra_status_set(p->status, cl->namespace, cl->name, cl->uid, p->inv, results, n);
+	if (k < 0)
+		rdp_log(RDP_LOG_WARNING, "claim-status-failed", "claim=%s/%s uid=%s error=%s",
+			cl->namespace, cl->name, cl->uid, rdp_log_errno(k));
+}
+
 /* Prepares a claim whose object came back from the API server. */
 static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const char *body,
 			  size_t len)
@@ -271,6 +287,7 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	cl->done = true;
 	rdp_log(RDP_LOG_INFO, "claim-prepared", "claim=%s/%s uid=%s devices=%zu", cl->namespace,
 		cl->name, cl->uid, c.n_results);
+	status_set(p, cl, c.results, c.n_results);
 out:
 	rdp_dra_claim_done(&c);
 }
@@ -449,6 +466,7 @@ static void prepare_again(struct rdp_dra_prepare *p, struct pclaim *cl,
 	cl->done = true;
 	rdp_log(RDP_LOG_INFO, "claim-prepared", "claim=%s/%s uid=%s devices=%zu from=checkpoint",
 		cl->namespace, cl->name, cl->uid, ck->n_devices);
+	status_set(p, cl, results, ck->n_devices);
 }
 
 static bool claim_fields_ok(const PbClaim *pc)
@@ -609,6 +627,11 @@ static void do_unprepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, 
 			errors[i] = rdp_asprintf("cannot remove the claim's CDI spec from %s: %s",
 						 p->cdi_dir, strerror(-k));
 		} else if (known) {
+			if (p->status && pc->namespace_ && pc->name &&
+			    rdp_dra_checkpoint_find(&p->ckpt, uid)->n_devices &&
+			    rdp_dra_status_clear(p->status, pc->namespace_, pc->name, uid) < 0)
+				rdp_log(RDP_LOG_WARNING, "claim-status-failed", "uid=%s error=%s", uid,
+					rdp_log_q("cannot queue the removal of its status.devices"));
 			rdp_dra_checkpoint_remove(&p->ckpt, uid);
 			k = save(p);
 			if (k < 0)
@@ -692,6 +715,7 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 	p->budget_ms = o->budget_ms;
 	p->verbose = o->verbose;
 	p->inv = inv;
+	p->status = o->status;
 	p->plugin_dirfd = open(p->plugin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p->plugin_dirfd < 0) {
 		k = -errno;

@@ -703,13 +703,20 @@ def test_dra_kustomization(dra_rendered):
         ("ValidatingAdmissionPolicyBinding", "rdma-dp-dra-own-node-slices"),
         ("DeviceClass", "rdma-nic"), ("DeviceClass", "rdma-nic-ib"),
         ("DeviceClass", "rdma-nic-roce"), ("DaemonSet", "rdma-dp-dra")])
-    # least privilege: exactly these rules, no watch, no wildcard, claims read-only
+    # least privilege: exactly these rules, no watch, no wildcard; of a claim only its
+    # status is written (status.devices, for this driver's name only)
     role = _one(docs, "ClusterRole", "rdma-dp-dra")
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
     assert rules == {(("",), ("nodes",)): {"get"},
                      (("resource.k8s.io",), ("resourceslices",)):
                          {"get", "list", "create", "update", "delete"},
-                     (("resource.k8s.io",), ("resourceclaims",)): {"get"}}
+                     (("resource.k8s.io",), ("resourceclaims",)): {"get"},
+                     (("resource.k8s.io",), ("resourceclaims/status",)): {"patch"},
+                     (("resource.k8s.io",), ("resourceclaims/driver",)):
+                         {"associated-node:patch"}}
+    drv = [r for r in role["rules"] if r["resources"] == ["resourceclaims/driver"]]
+    assert drv[0]["resourceNames"] == [DRA_DRIVER]
+    assert all("resourceNames" not in r for r in role["rules"] if r not in drv)
     binding = _one(docs, "ClusterRoleBinding", "rdma-dp-dra")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rdma-dp-dra",
                                     "namespace": "kube-system"}]
