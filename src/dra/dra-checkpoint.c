@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "fileio.h"
 #include "macro.h"
+#include "memlock.h"
 
 static const char *const state_names[_RDP_DRA_CLAIM_STATE_MAX] = {
 	[RDP_DRA_PREPARE_STARTED] = "prepare-started",
@@ -136,6 +137,8 @@ int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra
 		d->pool = rdp_strdup(s->pool);
 		d->device = rdp_strdup(s->device);
 		d->admin_access = s->admin_access;
+		d->has_memlock = s->has_memlock;
+		d->memlock = s->memlock;
 		if (!d->request || !d->pool || !d->device) {
 			c.n_devices++;
 			goto nomem;
@@ -283,6 +286,13 @@ int rdp_dra_checkpoint_render(const struct rdp_dra_checkpoint *c, char **ret)
 			if (d->admin_access &&
 			    json_object_set_new(dj, "admin_access", json_true()) < 0)
 				goto nomem;
+			if (d->has_memlock) {
+				char v[RDP_MEMLOCK_STR_MAX];
+
+				if (rdp_memlock_format(d->memlock, v, sizeof(v)) < 0 ||
+				    json_object_set_new(dj, "memlock", json_string(v)) < 0)
+					goto nomem;
+			}
 			for (size_t j = 0; j < d->n_cdi_ids; j++)
 				if (json_array_append_new(ids, json_string(d->cdi_ids[j])) < 0)
 					goto nomem;
@@ -378,7 +388,7 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 	static const char *const claim_keys[] = {"namespace", "name", "state", "devices",
 						 "cdi_spec", NULL};
 	static const char *const dev_keys[] = {"request", "pool", "device", "cdi_ids", NULL};
-	static const char *const dev_optional[] = {"admin_access", NULL};
+	static const char *const dev_optional[] = {"admin_access", "memlock", NULL};
 	struct rdp_dra_ckpt_claim c = {0};
 	struct rdp_dra_ckpt_device *devs = NULL;
 	const char *which = "";
@@ -431,6 +441,16 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 			goto out;
 		}
 		devs[i].admin_access = json_is_true(admin);
+		if (json_object_get(d, "memlock")) {
+			const char *m = str(d, "memlock");
+
+			if (!m || rdp_memlock_parse(m, &devs[i].memlock) < 0) {
+				r = bad(ret_error, -EBADMSG, "claim %s: device %zu: memlock is not "
+					"a memlock value", uid, i);
+				goto out;
+			}
+			devs[i].has_memlock = true;
+		}
 		if (!devs[i].request || !devs[i].pool || !devs[i].device) {
 			r = bad(ret_error, -EBADMSG, "claim %s: device %zu: request, pool or device "
 				"not a string", uid, i);

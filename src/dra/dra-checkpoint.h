@@ -9,7 +9,9 @@
  *                               "devices": [{"request": "nic", "pool": "node-a",
  *                                            "device": "pci-0000-18-00-0",
  *                                            "cdi_ids": ["rdma-dp.io/claim=<uid>-pci-..."],
- *                                            "admin_access": true (only when true)}],
+ *                                            "admin_access": true (only when true),
+ *                                            "memlock": "unlimited" | "<bytes>" (only when
+ *                                            the claim's parameters set it: dra-params.h)}],
  *                               "cdi_spec": "/var/run/cdi/rdma-dp.io-claim_<uid>.json"}}}
  *
  * A claim's lifecycle (rdp_dra_claim_state_next() says which steps are allowed):
@@ -32,6 +34,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define RDP_DRA_CKPT_FILE "checkpoint.json"
 #define RDP_DRA_CKPT_CORRUPT "checkpoint.json.corrupt"
@@ -66,6 +69,8 @@ struct rdp_dra_ckpt_device {
 	char **cdi_ids;
 	size_t n_cdi_ids;
 	bool admin_access; /* an admin-access result: "admin_access": true, absent when false */
+	bool has_memlock; /* the claim's parameter (dra-params.h): "memlock", absent when none */
+	uint64_t memlock;
 };
 
 struct rdp_dra_ckpt_claim {

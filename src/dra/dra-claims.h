@@ -24,6 +24,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dra-slices.h"
 
@@ -40,6 +41,10 @@ struct rdp_dra_result {
 	/* results[].adminAccess (DRAAdminAccess, GA in 1.36): the device is shared with the
 	 * claims that use it; an admin claim neither blocks nor is blocked by them */
 	bool admin_access;
+	/* memlock from the claim's opaque parameters (dra-params.h), when has_memlock; else the
+	 * driver's --memlock. Not set by rdp_dra_claim_parse(). */
+	bool has_memlock;
+	uint64_t memlock;
 };
 
 struct rdp_dra_claim {

@@ -13,6 +13,7 @@
 #include "dra-checkpoint.h"
 #include "dra-claims.h"
 #include "dra-driver.h"
+#include "dra-params.h"
 #include "dra-slices.h"
 #include "dra-status.h"
 #include "dra.pb-c.h"
@@ -107,6 +108,8 @@ static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 		d->pool = rdp_strdup(c->results[i].pool);
 		d->device = rdp_strdup(c->results[i].device);
 		d->admin_access = c->results[i].admin_access;
+		d->has_memlock = c->results[i].has_memlock;
+		d->memlock = c->results[i].memlock;
 		d->cdi_ids = rdp_calloc(1, sizeof(*d->cdi_ids));
 		if (d->cdi_ids)
 			d->cdi_ids[0] = rdp_strdup(id);
@@ -128,7 +131,9 @@ static int results_from_ckpt(const struct rdp_dra_ckpt_claim *c, struct rdp_dra_
 		r[i] = (struct rdp_dra_result){.request = c->devices[i].request,
 					       .pool = c->devices[i].pool,
 					       .device = c->devices[i].device,
-					       .admin_access = c->devices[i].admin_access};
+					       .admin_access = c->devices[i].admin_access,
+					       .has_memlock = c->devices[i].has_memlock,
+					       .memlock = c->devices[i].memlock};
 	*ret = r;
 	return 0;
 }
@@ -240,6 +245,12 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	int k;
 
 	k = rdp_dra_claim_parse(body, len, &ctx, &c, &err);
+	if (k < 0) {
+		claim_fail(cl, err ? err : rdp_asprintf("%s", strerror(-k)));
+		goto out;
+	}
+	/* Our opaque parameters (memlock per request): a bad one fails the claim, named. */
+	k = rdp_dra_params_apply(body, len, p->driver, &c, &err);
 	if (k < 0) {
 		claim_fail(cl, err ? err : rdp_asprintf("%s", strerror(-k)));
 		goto out;
