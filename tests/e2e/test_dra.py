@@ -633,3 +633,31 @@ def test_claim_status_devices(dra):
     assert claim["metadata"]["uid"] == uid
     assert re.search(r"event=claim-status-written .*%s.* cleared=1" % uid, driver_log(c)), driver_log(c)[-3000:]
     c.kubectl("delete", "resourceclaim", "rdma-status", "--wait=true")
+
+
+def test_memlock_opaque_parameter(dra):
+    """Issue 22, "a DRA opaque parameter chooses another" memlock: a claim whose
+    spec.devices.config names our driver with RdmaConfig {memlock}; the scheduler copies it into
+    the allocation, the driver's spec hook sets that limit (half the deployed one where the
+    runtime cannot raise a hard limit, else 1 GiB), and containerd's runc applies it to the container."""
+    c = dra
+    want = c.dra_memlock // 2 if c.dra_memlock else 1 << 30
+    claim_doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "rdma-memlock", "namespace": "default"},
+                 "spec": {"devices": {
+                     "requests": [{"name": "nic", "exactly": {"deviceClassName": "rdma-nic-ib", "count": 1}}],
+                     "config": [{"requests": ["nic"], "opaque": {"driver": DRIVER, "parameters": {
+                         "apiVersion": "rdma.rdma-dp.io/v1alpha1", "kind": "RdmaConfig",
+                         "memlock": str(want)}}}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rdma-memlock", "namespace": "default"},
+           "spec": {"hostNetwork": True, "resourceClaims": [{"name": "nic", "resourceClaimName": "rdma-memlock"}],
+                    "containers": [{"name": "app", "image": WORKLOAD,
+                                    "command": ["sh", "-c", "exec sleep infinity"],
+                                    "resources": {"claims": [{"name": "nic"}]}}]}}
+    apply(c, [claim_doc, pod])
+    c.wait_pod("default", "rdma-memlock")
+    claim = c.get("resourceclaim", "-n", "default", "rdma-memlock")
+    assert claim["status"]["allocation"]["devices"]["config"][0]["source"] == "FromClaim"
+    assert container_memlock(c, "rdma-memlock") == (want, want)
+    delete_pod(c, "rdma-memlock")
+    c.kubectl("delete", "resourceclaim", "rdma-memlock", "--wait=true")

@@ -787,6 +787,16 @@ def test_dra_examples():
     pod = next(d for d in one if d["kind"] == "Pod")
     assert pod["spec"]["resourceClaims"] == [{"name": "nic", "resourceClaimTemplateName": "rdma-nic-one"}]
     assert [c["resources"]["claims"] for c in pod["spec"]["containers"]] == [[{"name": "nic"}]]
+    # the memlock parameter: parsed by the driver's own rules (dra-params.h)
+    ml = [d for d in yaml.safe_load_all((ex / "memlock-parameter.yaml").read_text()) if d]
+    rct = next(d for d in ml if d["kind"] == "ResourceClaimTemplate")
+    (cfg,) = rct["spec"]["spec"]["devices"]["config"]
+    assert cfg["requests"] == ["nic"] and cfg["opaque"]["driver"] == DRA_DRIVER
+    assert cfg["opaque"]["parameters"] == {"apiVersion": "rdma.rdma-dp.io/v1alpha1",
+                                           "kind": "RdmaConfig", "memlock": "64Gi"}
+    pod = next(d for d in ml if d["kind"] == "Pod")
+    assert pod["spec"]["resourceClaims"] == [{"name": "nic",
+                                              "resourceClaimTemplateName": "rdma-nic-memlock"}]
     shared = [d for d in yaml.safe_load_all((ex / "nccl-test-shared.yaml").read_text()) if d]
     claim = next(d for d in shared if d["kind"] == "ResourceClaim")
     req = claim["spec"]["devices"]["requests"][0]["exactly"]
