@@ -622,9 +622,10 @@ def test_claim_status_devices(dra):
     assert e["networkData"]["interfaceName"] == netdev
     mac = (c.work / "node" / "sys" / "class" / "net" / netdev / "address").read_text().strip()
     assert e["networkData"]["hardwareAddress"] == mac
-    mf = [m for m in claim["metadata"].get("managedFields", []) if m.get("subresource") == "status"
-          and m["manager"] == DRIVER]
-    assert mf and mf[0]["operation"] == "Apply", claim["metadata"].get("managedFields")
+    managed = c.get("resourceclaim", "-n", "default", "rdma-status", "--show-managed-fields")[
+        "metadata"].get("managedFields", [])
+    mf = [m for m in managed if m.get("subresource") == "status" and m["manager"] == DRIVER]
+    assert mf and mf[0]["operation"] == "Apply", managed
     assert "event=claim-status-failed" not in driver_log(c)
     delete_pod(c, "rdma-status")
     cl.wait_for("the claim unprepared", lambda: not spec_file(c, uid).exists(), 60)
