@@ -10,6 +10,7 @@
  *                                            "device": "pci-0000-18-00-0",
  *                                            "cdi_ids": ["rdma-dp.io/claim=<uid>-pci-..."],
  *                                            "admin_access": true (only when true),
+ *                                            "share_id": "<UID>" (only for a share),
  *                                            "memlock": "unlimited" | "<bytes>" (only when
  *                                            the claim's parameters set it: dra-params.h)}],
  *                               "cdi_spec": "/var/run/cdi/rdma-dp.io-claim_<uid>.json"}}}
@@ -69,6 +70,7 @@ struct rdp_dra_ckpt_device {
 	char **cdi_ids;
 	size_t n_cdi_ids;
 	bool admin_access; /* an admin-access result: "admin_access": true, absent when false */
+	char *share_id; /* the result's shareID (dra-share.h); NULL: the device whole */
 	bool has_memlock; /* the claim's parameter (dra-params.h): "memlock", absent when none */
 	uint64_t memlock;
 };
