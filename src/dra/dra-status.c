@@ -104,7 +104,8 @@ static int add_ips(const struct rdp_dra_status_ctx *ctx, const char *netdev, jso
 }
 
 static json_t *device_entry(const struct rdp_dra_status_ctx *ctx, const char *pool,
-			    const struct rdp_dra_dev *dd, const struct rdp_device *d)
+			    const char *share_id, const struct rdp_dra_dev *dd,
+			    const struct rdp_device *d)
 {
 	json_t *e, *data, *ports, *cond, *net = NULL;
 	const char *uverbs = "";
@@ -160,11 +161,19 @@ static json_t *device_entry(const struct rdp_dra_status_ctx *ctx, const char *po
 	}
 	e = json_pack("{s:s, s:s, s:s, s:o*, s:o*, s:o*}", "driver", ctx->driver, "pool", pool,
 		      "device", dd->name, "conditions", cond, "data", data, "networkData", net);
+	/* a share (consumable capacity): the list-map key has its shareID, as the result's */
+	if (e && share_id)
+		k |= json_object_set_new(e, "shareID", json_string(share_id));
 	if (!e || !cond || !data || k) {
 		json_decref(e);
 		return NULL;
 	}
 	return e;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 int rdp_dra_status_body(const struct rdp_dra_status_ctx *ctx, const char *ns, const char *name,
@@ -173,6 +182,7 @@ int rdp_dra_status_body(const struct rdp_dra_status_ctx *ctx, const char *ns, co
 {
 	json_t *root = NULL, *devs = json_array(), *status;
 	const struct rdp_dra_dev **seen = NULL;
+	const char **seen_share = NULL;
 	size_t n_seen = 0;
 	int k = -ENOMEM;
 
@@ -181,7 +191,8 @@ int rdp_dra_status_body(const struct rdp_dra_status_ctx *ctx, const char *ns, co
 		k = -EINVAL;
 		goto out;
 	}
-	if (!devs || (n && !(seen = rdp_calloc(n, sizeof(*seen)))))
+	if (!devs || (n && (!(seen = rdp_calloc(n, sizeof(*seen))) ||
+			    !(seen_share = rdp_calloc(n, sizeof(*seen_share))))))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct rdp_dra_dev *d = rdp_dra_inventory_find(inv, results[i].device);
@@ -193,11 +204,13 @@ int rdp_dra_status_body(const struct rdp_dra_status_ctx *ctx, const char *ns, co
 			goto out;
 		}
 		for (size_t j = 0; j < n_seen && !dup; j++)
-			dup = seen[j] == d;
+			dup = seen[j] == d && str_eq(seen_share[j], results[i].share_id);
 		if (dup)
 			continue;
+		seen_share[n_seen] = results[i].share_id;
 		seen[n_seen++] = d;
-		e = device_entry(ctx, results[i].pool, d, rdp_dra_dev_device(inv, d));
+		e = device_entry(ctx, results[i].pool, results[i].share_id, d,
+				 rdp_dra_dev_device(inv, d));
 		if (!e || json_array_append_new(devs, e) < 0)
 			goto out;
 	}
@@ -211,6 +224,7 @@ int rdp_dra_status_body(const struct rdp_dra_status_ctx *ctx, const char *ns, co
 	k = *ret_json ? 0 : -ENOMEM;
 out:
 	rdp_free(seen);
+	rdp_free(seen_share);
 	json_decref(devs);
 	json_decref(root);
 	return k;

@@ -10,7 +10,7 @@
  *         ?fieldManager=<driver>&force=true      Content-Type: application/apply-patch+yaml
  *   {"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
  *    "metadata":{"name","namespace","uid"},            (uid: a replaced claim is a 409)
- *    "status":{"devices":[{"driver","pool","device",
+ *    "status":{"devices":[{"driver","pool","device","shareID" (a share's, as its result),
  *        "conditions":[{"type":"Ready","status":"True","reason":"Prepared","message",
  *                       "lastTransitionTime"}],
  *        "data":{"ibdev","uverbs","pciAddress","nodeGUID",

@@ -75,6 +75,24 @@ static void test_body(const char *fixtures)
 	EXPECT_EQ(rdp_dra_status_body(&ctx, "default", "c1", UID, &inv, NULL, 0, &json), 0);
 	EXPECT_CONTAINS(json, "\"status\":{}");
 	rdp_free(json);
+	/* two shares of one device (consumable capacity): two entries, each with its shareID */
+	{
+		char s1[] = "8d3c6d5e-0000-4000-8000-000000000001",
+		     s2[] = "8d3c6d5e-0000-4000-8000-000000000002";
+		struct rdp_dra_result sh[] = {{.request = nic, .pool = pool, .device = d0,
+					       .share_id = s1},
+					      {.request = st, .pool = pool, .device = d0,
+					       .share_id = s2}};
+
+		EXPECT_EQ(rdp_dra_status_body(&ctx, "default", "c1", UID, &inv, sh, 2, &json), 0);
+		j = json_loads(json ? json : "", 0, NULL);
+		e = json_object_get(json_object_get(j, "status"), "devices");
+		EXPECT_EQ(json_array_size(e), 2);
+		EXPECT_STREQ(json_string_value(json_object_get(json_array_get(e, 0), "shareID")), s1);
+		EXPECT_STREQ(json_string_value(json_object_get(json_array_get(e, 1), "shareID")), s2);
+		json_decref(j);
+		rdp_free(json);
+	}
 	/* a device not offered, a missing name */
 	res[1].device = bad;
 	EXPECT_EQ(rdp_dra_status_body(&ctx, "default", "c1", UID, &inv, res, 2, &json), -EINVAL);
