@@ -14,6 +14,7 @@
 #include "cdi.h"
 #include "discovery.h"
 #include "dra-claims.h"
+#include "dra-follow.h"
 #include "dra-health.h"
 #include "dra-instance.h"
 #include "dra-prepare.h"
@@ -99,6 +100,8 @@ struct driver {
 	unsigned int rewrites; /* write rounds in a row that the read-back did not confirm */
 	/* --sharing=capacity, but the API server dropped allowMultipleAllocations: as claim */
 	bool share_dropped;
+	/* The watch of our slices (dra-follow.h). */
+	struct rdp_dra_follow *follow;
 };
 
 static void slices_set_state(struct driver *d, enum slice_state s)
@@ -164,15 +167,20 @@ static int slices_submit(struct driver *d, enum rdp_kube_method m, const char *p
 				      slices_job_done, d);
 }
 
+static void slices_list_path(const struct driver *d, char *path, size_t len)
+{
+	/* fieldSelector=spec.nodeName=<node>,spec.driver=<driver>, URL-encoded */
+	snprintf(path, len,
+		 "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%%3D%s"
+		 "%%2Cspec.driver%%3D%s",
+		 d->o->node_name, d->o->driver);
+}
+
 static void slices_list(struct driver *d)
 {
 	char path[512];
 
-	/* fieldSelector=spec.nodeName=<node>,spec.driver=<driver>, URL-encoded */
-	snprintf(path, sizeof(path),
-		 "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%%3D%s"
-		 "%%2Cspec.driver%%3D%s",
-		 d->o->node_name, d->o->driver);
+	slices_list_path(d, path, sizeof(path));
 	slices_set_state(d, SLICES_LIST);
 	if (slices_submit(d, RDP_KUBE_GET, path, NULL) < 0)
 		slices_set_state(d, SLICES_IDLE);
@@ -190,6 +198,7 @@ static void slices_next_write(struct driver *d)
 		return;
 	}
 	w = &d->writes[d->next_write];
+	rdp_dra_follow_wrote(d->follow);
 	slices_set_state(d, SLICES_WRITE);
 	if (slices_submit(d, w->method, w->path, w->body) < 0)
 		slices_set_state(d, SLICES_IDLE);
@@ -269,6 +278,7 @@ static void slices_listed(struct driver *d, json_t *list)
 		slices_fail(d, "list", "the list of ResourceSlices has no items array");
 		return;
 	}
+	rdp_dra_follow_listed(d->follow, list);
 	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
 	if (k >= 0 && !d->share_dropped)
 		k = rdp_dra_share_slices(desired, &d->o->share);
@@ -320,7 +330,11 @@ static void slices_listed(struct driver *d, json_t *list)
 			slices_start(d, "changed-during-sync");
 			return;
 		}
-		rdp_event_source_set_timer(d->slice_timer, RDP_DRA_RESYNC_USEC);
+		/* the backstop: slow while the watch follows the slices */
+		rdp_event_source_set_timer(d->slice_timer, rdp_dra_follow_healthy(d->follow)
+								   ? RDP_DRA_RESYNC_USEC
+								   : RDP_DRA_RESYNC_FALLBACK_USEC);
+		rdp_dra_follow_idle(d->follow);
 		return;
 	case RDP_DRA_SYNC_UPDATE: {
 		json_t *found = json_array_get(items, sync.update_index);
@@ -477,6 +491,44 @@ static int on_slice_timer(struct rdp_event_source *s, void *userdata)
 	slices_start(d, NULL);
 	return 0;
 }
+
+/* The watch of our slices: someone else's change is compared at once, without a LIST. */
+static void follow_changed(json_t *list, const char *why, void *userdata)
+{
+	struct driver *d = userdata;
+
+	if (d->sstate != SLICES_IDLE || !d->node_uid) {
+		slices_start(d, why);
+		return;
+	}
+	if (!d->sync_why)
+		d->sync_why = rdp_strdup(why);
+	rdp_event_source_set_timer(d->slice_timer, 0);
+	slices_listed(d, list);
+}
+
+static void follow_relist(const char *why, void *userdata)
+{
+	slices_start(userdata, why);
+}
+
+static void follow_health(bool healthy, void *userdata)
+{
+	struct driver *d = userdata;
+
+	rdp_log(RDP_LOG_INFO, "slices-watch-health", "watching=%s resync_s=%llu",
+		healthy ? "yes" : "no",
+		(healthy ? RDP_DRA_RESYNC_USEC : RDP_DRA_RESYNC_FALLBACK_USEC) / 1000000ULL);
+	if (d->sstate == SLICES_IDLE)
+		rdp_event_source_set_timer(d->slice_timer, healthy ? RDP_DRA_RESYNC_USEC
+								   : RDP_DRA_RESYNC_FALLBACK_USEC);
+}
+
+static const struct rdp_dra_follow_ops follow_ops = {
+	.changed = follow_changed,
+	.relist = follow_relist,
+	.health = follow_health,
+};
 
 /* Host model. */
 
@@ -779,6 +831,12 @@ static int setup(struct rdp_event *e, void *userdata)
 	k = rdp_kube_worker_new(d->event, &d->kcfg, &d->slice_worker, &err);
 	if (k >= 0)
 		k = rdp_kube_worker_new(d->event, &d->kcfg, &d->claim_worker, &err);
+	if (k >= 0) {
+		char path[512];
+
+		slices_list_path(d, path, sizeof(path));
+		k = rdp_dra_follow_new(d->event, &d->kcfg, path, &follow_ops, d, &d->follow, &err);
+	}
 	if (k < 0) {
 		rdp_log(RDP_LOG_ERROR, "api-server-client", "error=%s msg=%s", rdp_log_errno(k),
 			rdp_log_q(err ? err : ""));
@@ -921,6 +979,7 @@ static void done(void *userdata)
 	 * their unfinished jobs end with -ECANCELED. */
 	d->reg_server = rdp_grpc_server_free(d->reg_server);
 	d->dra_server = rdp_grpc_server_free(d->dra_server);
+	d->follow = rdp_dra_follow_free(d->follow);
 	d->slice_worker = rdp_kube_worker_free(d->slice_worker);
 	d->claim_worker = rdp_kube_worker_free(d->claim_worker);
 	d->prep = rdp_dra_prepare_free(d->prep);

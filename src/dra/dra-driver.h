@@ -12,8 +12,9 @@
  *
  * Slices: re-published after every change of the offered devices, after every registration
  * with kubelet (kubelet wipes the node's slices at its start, and 30 s after the driver is
- * unreachable), and checked every RDP_DRA_RESYNC_USEC against what the API server holds (a
- * wipe meanwhile is repaired within that time). API-server failures back off (1 s doubling to
+ * unreachable), followed by a watch (dra-follow.h: a change by someone else is repaired at
+ * once) and checked every RDP_DRA_RESYNC_USEC against what the API server holds as a
+ * backstop (RDP_DRA_RESYNC_FALLBACK_USEC while the watch fails). API-server failures back off (1 s doubling to
  * 30 s) without touching kubelet's calls. A port state change is a change of the offered
  * devices (their health, hence their port-down taint). After its writes a sync reads the
  * pool back: an API server that drops the taints (DRADeviceTaints off, 1.33-1.35) makes the
@@ -35,7 +36,8 @@
 #include "dra-slices.h"
 #include "dra-share.h"
 
-#define RDP_DRA_RESYNC_USEC (10 * 1000 * 1000ULL)
+#define RDP_DRA_RESYNC_USEC (600 * 1000 * 1000ULL)
+#define RDP_DRA_RESYNC_FALLBACK_USEC (10 * 1000 * 1000ULL)
 #define RDP_DRA_RESCAN_USEC (60 * 1000 * 1000ULL)
 #define RDP_DRA_BACKOFF_MIN_USEC (1000 * 1000ULL)
 #define RDP_DRA_BACKOFF_MAX_USEC (30 * 1000 * 1000ULL)

@@ -68,7 +68,9 @@ static int check(struct rdp_portpoll *p, struct polled *f, char *reason, size_t 
 	n = pread(f->fd, buf, sizeof(buf) - 1, 0);
 	if (n < 0 && errno == EINTR)
 		n = pread(f->fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0) {
+	if (n == 0)
+		return 0; /* empty: a file being rewritten in place (sysfs never reads empty) */
+	if (n < 0) {
 		close(f->fd);
 		f->fd = -1;
 		snprintf(reason, size, "port:%.32s/%u unreadable", f->dev, f->port);

@@ -13,7 +13,11 @@
  *
  * A read that fails (the device went away: sysfs answers ENODEV on an open attribute of a
  * removed device) is reported once as a change, and that file is not read again until the
- * next rdp_portpoll_set(). Nothing is logged; nothing is allocated while polling.
+ * next rdp_portpoll_set(). An empty read is no change and is read again at the next tick: a
+ * sysfs attribute never reads empty, a regular file being rewritten in place (truncated, then
+ * written: a fixture tree) does for a moment, and closing it then would leave the port
+ * unwatched until a rescan that changes the model. Nothing is logged; nothing is allocated
+ * while polling.
  */
 #pragma once
 #include <stdbool.h>

@@ -506,9 +506,14 @@ static int connect_conn(struct rdp_kube_client *c, uint64_t deadline_ms)
  * One request and its response on the current connection (made first if needed). *started
  * tells whether any byte of a response came.
  */
+struct stream {
+	rdp_kube_http_stream_cb cb;
+	void *userdata;
+};
+
 static int exchange(struct rdp_kube_client *c, enum rdp_kube_method m, const char *path,
-		    const char *body, uint64_t deadline_ms, struct rdp_kube_response *resp,
-		    bool *started)
+		    const char *body, uint64_t deadline_ms, const struct stream *stream,
+		    struct rdp_kube_response *resp, bool *started)
 {
 	struct rdp_kube_http_parser *p = NULL;
 	_cleanup_free_ char *req = NULL, *err = NULL, *buf = NULL;
@@ -537,6 +542,8 @@ static int exchange(struct rdp_kube_client *c, enum rdp_kube_method m, const cha
 		set_state(c, CONN_DISCONNECTED);
 		return r;
 	}
+	if (stream)
+		rdp_kube_http_parser_set_stream(p, stream->cb, stream->userdata);
 	c->stats.requests++;
 	r = rdp_tls_write(c->conn, req, req_len, deadline_ms, &err);
 	while (r == 0) {
@@ -579,20 +586,22 @@ static int exchange(struct rdp_kube_client *c, enum rdp_kube_method m, const cha
 
 /* exchange(), once more on a new connection when a reused one turned out closed. */
 static int send_once(struct rdp_kube_client *c, enum rdp_kube_method m, const char *path,
-		     const char *body, struct rdp_kube_response *resp)
+		     const char *body, uint64_t timeout_ms, const struct stream *stream,
+		     struct rdp_kube_response *resp)
 {
-	uint64_t deadline = rdp_tls_now_ms() + c->cfg.request_timeout_ms;
+	uint64_t deadline = rdp_tls_now_ms() + timeout_ms;
 	bool reused = c->state == CONN_IDLE, started;
 	int r;
 
-	r = exchange(c, m, path, body, deadline, resp, &started);
+	r = exchange(c, m, path, body, deadline, stream, resp, &started);
 	if (r < 0 && reused && !started && (r == -ECONNRESET || r == -EPIPE))
-		r = exchange(c, m, path, body, deadline, resp, &started);
+		r = exchange(c, m, path, body, deadline, stream, resp, &started);
 	return r;
 }
 
-int rdp_kube_request(struct rdp_kube_client *c, enum rdp_kube_method m, const char *path,
-		     const char *body, struct rdp_kube_response *resp)
+static int request(struct rdp_kube_client *c, enum rdp_kube_method m, const char *path,
+		   const char *body, uint64_t timeout_ms, const struct stream *stream,
+		   struct rdp_kube_response *resp)
 {
 	int r;
 
@@ -604,18 +613,24 @@ int rdp_kube_request(struct rdp_kube_client *c, enum rdp_kube_method m, const ch
 	r = token_refresh(c, false);
 	if (r < 0)
 		return r;
-	r = send_once(c, m, path, body, resp);
+	r = send_once(c, m, path, body, timeout_ms, stream, resp);
 	if (r == 0 && resp->status == 401) {
 		c->stats.unauthorized++;
 		r = token_refresh(c, true);
 		if (r < 0)
 			return 0; /* the 401 stands; the token file's trouble is in last_error */
 		rdp_kube_response_done(resp);
-		r = send_once(c, m, path, body, resp);
+		r = send_once(c, m, path, body, timeout_ms, stream, resp);
 		if (r == 0 && resp->status == 401)
 			c->stats.unauthorized++;
 	}
 	return r;
+}
+
+int rdp_kube_request(struct rdp_kube_client *c, enum rdp_kube_method m, const char *path,
+		     const char *body, struct rdp_kube_response *resp)
+{
+	return request(c, m, path, body, c->cfg.request_timeout_ms, NULL, resp);
 }
 
 bool rdp_kube_retryable(int r, int status)
@@ -728,4 +743,13 @@ const char *rdp_kube_status_message(const json_t *status)
 	if (!kind || strcmp(kind, "Status") != 0)
 		return NULL;
 	return json_string_value(json_object_get(status, "message"));
+}
+
+int rdp_kube_request_stream(struct rdp_kube_client *c, const char *path, unsigned timeout_ms,
+			    rdp_kube_http_stream_cb cb, void *userdata,
+			    struct rdp_kube_response *resp)
+{
+	const struct stream st = {.cb = cb, .userdata = userdata};
+
+	return request(c, RDP_KUBE_GET, path, NULL, timeout_ms, &st, resp);
 }

@@ -127,6 +127,17 @@ int rdp_kube_request(struct rdp_kube_client *c, enum rdp_kube_method m, const ch
 		     const char *body, struct rdp_kube_response *resp);
 
 /*
+ * A GET whose 2xx body is a stream (a watch): its bytes go to cb as they come (kube-http.h,
+ * rdp_kube_http_parser_set_stream(); cb runs on the calling thread), until the server ends the
+ * response, cb returns 1 (the connection is then closed), or timeout_ms passes (-ETIMEDOUT).
+ * Any other status comes back in *resp as rdp_kube_request() gives it, a 401 retried as
+ * there. Returns as rdp_kube_request() does, or cb's negative errno.
+ */
+int rdp_kube_request_stream(struct rdp_kube_client *c, const char *path, unsigned timeout_ms,
+			    rdp_kube_http_stream_cb cb, void *userdata,
+			    struct rdp_kube_response *resp);
+
+/*
  * Retries: a connection error (refused, reset, timed out, TLS -EPROTO...), 429 or a 5xx is
  * tried again after 0.5 s, 1 s, 2 s... up to 30 s (initial_ms, max_ms), or after Retry-After
  * when the server said longer, until max_attempts (0: no limit) or deadline_ms (CLOCK_MONOTONIC

@@ -27,6 +27,10 @@ struct rdp_kube_http_parser {
 	bool in_value, field_long, value_long;
 	struct rdp_kube_response resp;
 	size_t body_cap;
+	/* stream mode: a 2xx body goes to stream() as it comes, not into resp.body */
+	rdp_kube_http_stream_cb stream;
+	void *stream_ud;
+	bool stopped;
 };
 
 const char *rdp_kube_method_name(enum rdp_kube_method m)
@@ -207,6 +211,21 @@ static int on_body(http_parser *hp, const char *at, size_t len)
 	struct rdp_kube_http_parser *p = parser_of(hp);
 	size_t need;
 
+	if (p->stream && p->resp.status >= 200 && p->resp.status <= 299) {
+		int r = p->stream(p->stream_ud, at, len);
+
+		if (r < 0) {
+			p->error = r;
+			return 1;
+		}
+		if (r > 0) {
+			/* the reader has what it wanted: the response ends here, unread */
+			p->stopped = p->complete = true;
+			http_parser_pause(hp, 1);
+		}
+		return 0;
+	}
+
 	if (len > p->max_body - p->resp.body_len) {
 		p->error = -E2BIG;
 		return 1;
@@ -296,7 +315,7 @@ int rdp_kube_http_parser_feed(struct rdp_kube_http_parser *p, const char *buf, s
 	if (p->error)
 		return p->error;
 	if (p->complete) {
-		p->extra = n < len;
+		p->extra = n < len || p->stopped;
 		return 1;
 	}
 	if (HTTP_PARSER_ERRNO(&p->parser) != HPE_OK || n != len) {
@@ -304,6 +323,13 @@ int rdp_kube_http_parser_feed(struct rdp_kube_http_parser *p, const char *buf, s
 		return p->error;
 	}
 	return 0;
+}
+
+void rdp_kube_http_parser_set_stream(struct rdp_kube_http_parser *p, rdp_kube_http_stream_cb cb,
+				     void *userdata)
+{
+	p->stream = cb;
+	p->stream_ud = userdata;
 }
 
 bool rdp_kube_http_parser_started(const struct rdp_kube_http_parser *p)

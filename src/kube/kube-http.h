@@ -66,6 +66,17 @@ void rdp_kube_http_parser_free(struct rdp_kube_http_parser *p);
  */
 int rdp_kube_http_parser_feed(struct rdp_kube_http_parser *p, const char *buf, size_t len);
 
+/*
+ * Stream mode (a watch): the body of a 2xx response is handed to cb(userdata, bytes, len) as
+ * it comes instead of being kept (the body bound then does not apply: the caller bounds what
+ * it keeps); any other status is kept as usual. cb returns 0 for more, 1 to end the response
+ * there (feed returns 1, the connection is not reusable), or a negative errno, which feed
+ * returns. Set before the first feed.
+ */
+typedef int (*rdp_kube_http_stream_cb)(void *userdata, const char *buf, size_t len);
+void rdp_kube_http_parser_set_stream(struct rdp_kube_http_parser *p, rdp_kube_http_stream_cb cb,
+				     void *userdata);
+
 /* Whether any byte was fed (a failure before any byte on a reused connection is retried). */
 bool rdp_kube_http_parser_started(const struct rdp_kube_http_parser *p);
 

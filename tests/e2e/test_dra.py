@@ -334,8 +334,8 @@ def test_admission_policy_limits_slice_writes_to_its_own_node(dra):
     assert own.returncode == 0, own.stderr
     gone = as_driver(bound, cl.NODE, "delete")
     assert gone.returncode == 0, gone.stderr
-    # the ClusterRole has no watch and no claim writes
-    for verb, res in (("watch", "resourceslices"), ("update", "resourceclaims"), ("list", "resourceclaims"),
+    # the ClusterRole has no claim writes (a watch of slices it has: test_watch_...)
+    for verb, res in (("update", "resourceclaims"), ("list", "resourceclaims"),
                       ("get", "secrets")):
         p = c.kubectl("auth", "can-i", verb, res, "--as", "system:serviceaccount:kube-system:rdma-dp-dra",
                       check=False)
@@ -658,6 +658,51 @@ def test_port_down_taint(dra):
                   "--wait=true", check=False, timeout=120)
         c.kubectl("delete", "resourceclaim", "-n", "default", "nic-mlx5-3", "--ignore-not-found",
                   "--wait=true", check=False, timeout=120)
+
+
+def apiserver_requests(c, verb, resource="resourceslices"):
+    """kube-apiserver's apiserver_request_total for verb on resource, all clients and codes."""
+    n = 0.0
+    for line in c.kubectl("get", "--raw", "/metrics").stdout.splitlines():
+        if line.startswith("apiserver_request_total{") and 'resource="%s"' % resource in line \
+                and 'verb="%s"' % verb in line and 'subresource=""' in line:
+            n += float(line.rsplit(" ", 1)[1])
+    return n
+
+
+def test_watch_no_periodic_list_and_a_deleted_slice_recreated(dra):
+    """Issue 21 point 6 on the real API server: the driver watches its slices (the ClusterRole
+    allows it), so in 60 s at idle no LIST of resourceslices reaches kube-apiserver (its own
+    request counter; the scheduler's informers watch too); `kubectl delete resourceslice` of
+    ours is recreated within 2 s (the watch's DELETED event, compared at once)."""
+    c = dra
+    p = c.kubectl("auth", "can-i", "watch", "resourceslices", "--as",
+                  "system:serviceaccount:kube-system:rdma-dp-dra", check=False)
+    assert p.stdout.strip() == "yes", p.stdout
+    name = published(c)[0]["metadata"]["name"]
+    # after the API server's restart (an earlier test) the watch is open again and working
+    cl.wait_for("the driver's watch working", lambda: (lambda log: log.rfind("watching=yes") >=
+                                                       log.rfind("watching=no"))(driver_log(c)),
+                60, 1)
+    failed = driver_log(c).count("event=slices-watch-failed")
+    time.sleep(2)
+    lists0, t0 = apiserver_requests(c, "LIST"), time.monotonic()
+    time.sleep(60)
+    lists1, t1 = apiserver_requests(c, "LIST"), time.monotonic()
+    print("\nLISTs of resourceslices in %.0f s at idle: %d (watches now: %d)" % (
+        t1 - t0, lists1 - lists0, apiserver_requests(c, "WATCH")))
+    assert lists1 == lists0, (lists0, lists1)
+    assert driver_log(c).count("event=slices-watch-failed") == failed, driver_log(c)[-3000:]
+
+    t0 = time.monotonic()
+    c.kubectl("delete", "resourceslice", name, "--wait=false")
+    cl.wait_for("our slice recreated", lambda: [s for s in published(c) or []
+                                                 if s["metadata"]["name"] != name], 10, 0.1)
+    took = time.monotonic() - t0
+    print("kubectl delete resourceslice -> recreated: %.2f s" % took)
+    assert took < 2.0, took
+    assert len(published(c)) == 1
+    cl.wait_for("the driver logged why", lambda: "why=watch-deleted" in driver_log(c), 10, 0.5)
 
 
 def test_claim_status_devices(dra):

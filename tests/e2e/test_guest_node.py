@@ -180,6 +180,13 @@ def rdma_pod(name):
                                          "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}}]}})
 
 
+def uverbs_of(c, pod):
+    """{ibdev: uverbsN}, from the guest's sysfs as the pod sees it."""
+    out = exec_out(c, "default", pod, "sh", "-c",
+                   "for d in /sys/class/infiniband_verbs/uverbs*; do echo ${d##*/} $(cat $d/ibdev); done")
+    return {ib: uv for uv, ib in (line.split() for line in out.splitlines())}
+
+
 BW_ITERS, BW_SIZE = 1000, 65536
 
 
@@ -232,12 +239,7 @@ def test_ib_write_bw_between_pods(guest_plugin):
         c.kubectl("apply", "-f", "-", input=rdma_pod(n))
     for n in ("rdma-a", "rdma-b"):
         c.wait_pod("default", n, timeout=600)
-    # uverbsN -> its device, from the guest's sysfs as the pod sees it
-    verbs = {}
-    for line in exec_out(c, "default", "rdma-a", "sh", "-c",
-                         "for d in /sys/class/infiniband_verbs/uverbs*; do echo ${d##*/} $(cat $d/ibdev); done").splitlines():
-        uv, ib = line.split()
-        verbs[ib] = uv
+    verbs = uverbs_of(c, "rdma-a")
     assert set(verbs) >= {"rxe0", "rxe1", "rxe2"}, verbs
     for n in ("rdma-a", "rdma-b"):
         held = set(exec_out(c, "default", n, "ls", "/dev/infiniband").split())
@@ -328,11 +330,7 @@ def test_dra_claims_between_pods(guest_plugin):
             c.kubectl("apply", "-f", "-", input=dra_claim_and_pod(name, ibdev))
         for name in ("rdma-dra-srv", "rdma-dra-cli"):
             c.wait_pod("default", name, timeout=600)
-        verbs = {}
-        for line in exec_out(c, "default", "rdma-dra-srv", "sh", "-c",
-                             "for d in /sys/class/infiniband_verbs/uverbs*; do echo ${d##*/} $(cat $d/ibdev); done").splitlines():
-            uv, ib = line.split()
-            verbs[ib] = uv
+        verbs = uverbs_of(c, "rdma-dra-srv")
         dev_of = {}
         for name, ibdev in (("rdma-dra-srv", "rxe1"), ("rdma-dra-cli", "rxe0")):
             env = dict(kv.split("=", 1) for kv in exec_out(c, "default", name, "env").splitlines() if "=" in kv)

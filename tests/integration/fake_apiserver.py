@@ -14,8 +14,16 @@ Served (everything else: 404 like the real one):
   DELETE /apis/resource.k8s.io/v1/resourceslices?fieldSelector=...   (DeleteCollection)
   GET|PUT|DELETE /apis/resource.k8s.io/v1/resourceslices/{name}
   GET    /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}
-  watch=1|true: 410 Expired for a resourceVersion older than the current one, else 405
-  (no watch is implemented: the driver polls).
+  GET    /apis/resource.k8s.io/v1/resourceslices?watch=1|true[&resourceVersion=RV]
+         [&allowWatchBookmarks=true][&timeoutSeconds=N][&fieldSelector=...]
+         as the real one streams it (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/
+         watch.go): 200, chunked, one JSON event per line {"type": ADDED|MODIFIED|DELETED|
+         BOOKMARK|ERROR, "object": ...}; the events after RV (no RV or "0": ADDED for every
+         current slice first); a BOOKMARK ({kind, apiVersion, metadata.resourceVersion}) every
+         bookmark_interval s when asked for; the stream ends after timeoutSeconds (default
+         1800). A RV older than the kept history is answered 410 Expired; a running watch whose
+         history is dropped (expire_watch_history()) gets an ERROR event with a 410 Status and
+         ends. Watches of other resources: 405.
 
 Validation follows kubernetes/kubernetes pkg/apis/resource/validation/validation.go
 (validateResourceSliceSpec, validateResourcePool, validateDevice, validateDeviceAttribute,
@@ -35,7 +43,8 @@ uid), as the design demands for garbage collection.
 Test controls: outage(mode) (None | "refuse" | "hang" | "stall" | "reset" | an HTTP code: 500,
 503, 429), latency (seconds before each answer), inject(...) one-shot faults on matching
 requests, rotate_token(grace=...), revoke_token(), a request log (self.log), claims
-put/delete/replace, direct slice access (slices(), add_slice()).
+put/delete/replace, direct slice access (slices(), add_slice(), edit_slice(), delete_slices()),
+watch controls (bookmark_interval, expire_watch_history(), watches_open).
 """
 import datetime
 import http.server
@@ -804,6 +813,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
 
+class _Watch:
+    """A watch to stream (what _route answers for one)."""
+
+    def __init__(self, rv, sel, timeout, bookmarks):
+        self.rv, self.sel, self.timeout, self.bookmarks = rv, sel, timeout, bookmarks
+
+
 class FakeAPIServer:
     """The fake apiserver. start() returns self; stop() closes everything.
 
@@ -847,6 +863,10 @@ class FakeAPIServer:
         self.rv = 1
         self.nodes = {}
         self._slices = {}
+        self._events = []  # (rv, type, slice) of every slice change after _hist_floor
+        self._hist_floor = 1  # a watch from an older resourceVersion is answered 410
+        self.bookmark_interval = 60.0  # kube-apiserver sends one about every minute
+        self.watches_open = 0
         self._claims = {}
         self._ns_labels = {}
         self._tokens = {}  # token -> expiry (monotonic) or None
@@ -856,6 +876,7 @@ class FakeAPIServer:
         self.set_token(token or self.new_token())
         if node:
             self.add_node(node, node_uid)
+        self._hist_floor = self.rv
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self):
@@ -1046,6 +1067,19 @@ class FakeAPIServer:
                     random.choice(GENERATE_ALPHABET) for _ in range(5))
             self._stamp(o)
             self._slices[m["name"]] = o
+            self._emit("ADDED", o)
+            self.cond.notify_all()
+            return json.loads(json.dumps(o))
+
+    def edit_slice(self, name, fn):
+        """Changes a stored slice as another client's update would (fn(slice) edits it in
+        place; no validation): a new resourceVersion, generation + 1, a MODIFIED event."""
+        with self._lock:
+            o = self._slices[name]
+            fn(o)
+            o["metadata"]["generation"] = o["metadata"].get("generation", 1) + 1
+            o["metadata"]["resourceVersion"] = self._next_rv()
+            self._emit("MODIFIED", o)
             self.cond.notify_all()
             return json.loads(json.dumps(o))
 
@@ -1053,7 +1087,28 @@ class FakeAPIServer:
         with self._lock:
             for s in self.slices(node, driver):
                 self._slices.pop(s["metadata"]["name"], None)
+                s["metadata"]["resourceVersion"] = self._next_rv()
+                self._emit("DELETED", s)
             self._next_rv()
+            self.cond.notify_all()
+
+    # -- watch history -----------------------------------------------------------------------------
+    def _emit(self, type_, obj):
+        """Records a slice change for watches (under the lock; obj carries its new RV)."""
+        o = json.loads(json.dumps(obj))
+        self._events.append((int(o["metadata"]["resourceVersion"]), type_, o))
+        if len(self._events) > 10000:  # the watch cache's window
+            self._hist_floor = self._events[5000][0] - 1
+            del self._events[:5000]
+
+    def expire_watch_history(self):
+        """Drops the watch history (as etcd's compaction does): every running watch gets an
+        ERROR event with a 410 Status, and a watch from a resourceVersion before now is answered
+        410; a fresh LIST gives one that works."""
+        with self._lock:
+            self._next_rv()
+            self._hist_floor = self.rv
+            self._events = []
             self.cond.notify_all()
 
     def _stamp(self, o, create=True):
@@ -1201,9 +1256,13 @@ class FakeAPIServer:
             return
         entry["status"] = code
         entry["elapsed"] = time.monotonic() - t0
+        entry["watch"] = isinstance(obj, _Watch)
         with self._lock:
             self.log.append(entry)
             self.cond.notify_all()
+        if entry["watch"]:
+            self._stream_watch(h, obj)
+            return
         body = (json.dumps(obj, separators=(",", ":")) + "\n").encode() if obj is not None \
             else b""
         h.send_response(code)
@@ -1253,7 +1312,7 @@ class FakeAPIServer:
                     return 404, not_found("nodes", parts[3], group=""), {}
                 return 200, json.loads(json.dumps(n)), {}
         if path.rstrip("/") == SLICES:
-            if watch:
+            if watch and method == "GET":
                 return self._watch(query)
             if method == "GET":
                 return self._list_slices(query)
@@ -1299,11 +1358,88 @@ class FakeAPIServer:
 
     def _watch(self, query):
         rv = query.get("resourceVersion", [""])[0]
+        sel, err = self._parse_selector(query)
+        if err:
+            return 400, status(400, "BadRequest", err), {}
+        if rv not in ("", "0") and not rv.isdigit():
+            return 400, status(400, "BadRequest", 'resourceVersion: Invalid value: "%s"' % rv), {}
+        try:
+            timeout = int(query.get("timeoutSeconds", ["1800"])[0])
+        except ValueError:
+            return 400, status(400, "BadRequest", "invalid timeoutSeconds"), {}
         with self._lock:
-            cur = self.rv
-        if rv and rv.isdigit() and int(rv) < cur:
-            return 410, status(410, "Expired", "too old resource version: %s (%d)" % (rv, cur)), {}
-        return self._not_allowed("GET")
+            if rv not in ("", "0") and int(rv) < self._hist_floor:
+                return 410, status(410, "Expired", "too old resource version: %s (%d)" % (
+                    rv, self._hist_floor)), {}
+        return 200, _Watch(rv, sel, timeout,
+                           query.get("allowWatchBookmarks", [""])[0] == "true"), {}
+
+    @staticmethod
+    def _chunk(h, data):
+        h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        h.wfile.flush()
+
+    def _stream_watch(self, h, w):
+        """Streams a watch as the real apiserver does (see the top of this file)."""
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.send_header("Audit-Id", str(uuid.uuid4()))
+        h.send_header("Cache-Control", "no-cache, private")
+        h.end_headers()
+        h.wfile.flush()
+        line = lambda t, o: (json.dumps({"type": t, "object": o}, separators=(",", ":")) +
+                             "\n").encode()
+        end = time.monotonic() + w.timeout
+        next_bm = time.monotonic() + self.bookmark_interval
+        with self._lock:
+            self.watches_open += 1
+            if w.rv in ("", "0"):
+                pos = self.rv
+                out = [line("ADDED", s) for _, s in sorted(self._slices.items())
+                       if self._matches(s, w.sel)]
+            else:
+                pos, out = int(w.rv), []
+        try:
+            while True:
+                for data in out:
+                    self._chunk(h, data)
+                out, done = [], False
+                now = time.monotonic()
+                if now >= end or self._stopping.is_set():
+                    break
+                with self._lock:
+                    if pos < self._hist_floor:
+                        out.append(line("ERROR", status(410, "Expired",
+                                                        "The resourceVersion for the provided "
+                                                        "watch is too old.")))
+                        done = True
+                    else:
+                        for erv, t, o in self._events:
+                            if erv > pos:
+                                if self._matches(o, w.sel):
+                                    out.append(line(t, o))
+                                pos = erv
+                        if w.bookmarks and now >= next_bm:
+                            pos = max(pos, self.rv)
+                            out.append(line("BOOKMARK", {
+                                "kind": "ResourceSlice", "apiVersion": GROUP + "/v1",
+                                "metadata": {"resourceVersion": str(pos)}}))
+                            next_bm = now + self.bookmark_interval
+                        if not out:
+                            self.cond.wait(min(0.1, max(0.0, end - now)))
+                if done:
+                    for data in out:
+                        self._chunk(h, data)
+                    break
+            h.wfile.write(b"0\r\n\r\n")
+            h.wfile.flush()
+        except OSError:
+            h.close_connection = True
+        finally:
+            with self._lock:
+                self.watches_open -= 1
+                self.cond.notify_all()
 
     @staticmethod
     def _parse_selector(query):
@@ -1347,6 +1483,9 @@ class FakeAPIServer:
         with self._lock:
             gone = [n for n, s in sorted(self._slices.items()) if self._matches(s, sel)]
             items = [_list_item(self._slices.pop(n)) for n in gone]
+            for it in items:
+                it["metadata"]["resourceVersion"] = self._next_rv()
+                self._emit("DELETED", it)
             self._next_rv()
             self.cond.notify_all()
             return 200, {"kind": "ResourceSliceList", "apiVersion": GROUP + "/v1",
@@ -1423,6 +1562,7 @@ class FakeAPIServer:
             self._stamp(obj)
             _managed(m, headers.get("User-Agent"), "Update")
             self._slices[m["name"]] = obj
+            self._emit("ADDED", obj)
             self.cond.notify_all()
             return 201, json.loads(json.dumps(obj)), extra
 
@@ -1473,6 +1613,7 @@ class FakeAPIServer:
             m["resourceVersion"] = self._next_rv()
             _managed(m, headers.get("User-Agent"), "Update")
             self._slices[name] = obj
+            self._emit("MODIFIED", obj)
             self.cond.notify_all()
             return 200, json.loads(json.dumps(obj)), extra
 
@@ -1498,7 +1639,8 @@ class FakeAPIServer:
                                      "ResourceVersion in object meta: %s" % (
                                          pre["resourceVersion"], m["resourceVersion"])), {}
             del self._slices[name]
-            self._next_rv()
+            s["metadata"]["resourceVersion"] = self._next_rv()
+            self._emit("DELETED", s)
             self.cond.notify_all()
             return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                          "status": "Success", "details": {"name": name, "group": GROUP,

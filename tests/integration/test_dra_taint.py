@@ -9,6 +9,7 @@ Driven against the fake API server (fake_apiserver.py: SetDefaults_DeviceTaint's
 validateDeviceTaint, the gate off dropping taints) and the kubelet stand-in, on a private copy
 of the dgx-h100 fixture node whose port states sysfsgen edits."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -23,7 +24,14 @@ from dra_env import DRIVER, NODE  # noqa: E402
 
 MLX5_0 = "pci-0000-18-00-0"  # dgx-h100 mlx5_0 (0000:18:00.0), one InfiniBand port
 KEY = DRIVER + "/port-down"
-RESYNC = 10  # RDP_DRA_RESYNC_USEC
+RESYNC = 10  # RDP_DRA_RESYNC_FALLBACK_USEC; with a watch the periodic LIST is 10 min
+
+
+def resync(d):
+    """A full LIST and compare now, as the periodic one did (a watch follows the slices, so the
+    periodic LIST comes every 10 min only): SIGHUP asks for one; then the resync's time."""
+    d.signal(signal.SIGHUP)
+    time.sleep(RESYNC + 2)
 
 
 @pytest.fixture
@@ -85,7 +93,7 @@ def test_port_down_taints_then_untaints_within_1s_and_no_write_loop(env):
     # the stored slice differs from what the driver builds (timeAdded): a resync and more
     # writes nothing, and keeps the server's timeAdded
     rv = env.api.slices(NODE, DRIVER)[0]["metadata"]["resourceVersion"]
-    time.sleep(RESYNC + 2)
+    resync(d)
     assert len(writes(env)) == n0 + 1, writes(env)[n0:]
     assert env.api.slices(NODE, DRIVER)[0]["metadata"]["resourceVersion"] == rv
     assert taints(env) == [t]
@@ -143,12 +151,13 @@ def test_server_additions_cause_no_update(env):
                 dev["bindingConditions"] = []
                 dev["futureField"] = {"x": 1}
     n0 = len(writes(env))
-    time.sleep(RESYNC + 2)
+    resync(d)
     assert writes(env)[n0:] == []
     # the driver's own field changed under it: repaired at the next resync
     with env.api._lock:
         for s in env.api._slices.values():
             s["spec"]["devices"][0]["attributes"]["rdma"] = {"bool": False}
+    d.signal(signal.SIGHUP)  # no event: the edit bypassed the API (test_dra_watch.py has those)
     env.api.wait(lambda: len(writes(env)) > n0, RESYNC + 5, "the repair")
     time.sleep(1)
     assert [e["method"] for e in writes(env)[n0:]] == ["PUT"]
@@ -163,7 +172,7 @@ def test_server_dropping_taints_is_no_write_loop(env):
     n0 = len(writes(env))
     set_state(env, "DOWN")
     d.wait_log("event=taints-dropped", timeout=10)
-    time.sleep(RESYNC + 2)
+    resync(d)
     assert [e["method"] for e in writes(env)[n0:]] == ["PUT"], writes(env)[n0:]
     assert not taints(env)
     assert d.count("event=taints-dropped") == 1

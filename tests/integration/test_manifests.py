@@ -703,13 +703,14 @@ def test_dra_kustomization(dra_rendered):
         ("ValidatingAdmissionPolicyBinding", "rdma-dp-dra-own-node-slices"),
         ("DeviceClass", "rdma-nic"), ("DeviceClass", "rdma-nic-ib"),
         ("DeviceClass", "rdma-nic-roce"), ("DaemonSet", "rdma-dp-dra")])
-    # least privilege: exactly these rules, no watch, no wildcard; of a claim only its
-    # status is written (status.devices, for this driver's name only)
+    # least privilege: exactly these rules, a watch of slices only (the driver follows its
+    # own: dra-follow.h), no wildcard; of a claim only its status is written (status.devices,
+    # for this driver's name only)
     role = _one(docs, "ClusterRole", "rdma-dp-dra")
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
     assert rules == {(("",), ("nodes",)): {"get"},
                      (("resource.k8s.io",), ("resourceslices",)):
-                         {"get", "list", "create", "update", "delete"},
+                         {"get", "list", "watch", "create", "update", "delete"},
                      (("resource.k8s.io",), ("resourceclaims",)): {"get"},
                      (("resource.k8s.io",), ("resourceclaims/status",)): {"patch"},
                      (("resource.k8s.io",), ("resourceclaims/driver",)):

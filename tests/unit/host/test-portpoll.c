@@ -5,7 +5,7 @@
  * interval, with the port and the new value in its reason, once per change; a new model sets
  * the expectation again; phys_state is read only where the model holds one; a file that
  * cannot be read at rdp_portpoll_set() (a FIFO, a directory) is left out rather than
- * rescanned at every tick; nothing is polled before rdp_portpoll_set() or for unwatched
+ * rescanned at every tick; a file caught empty while rewritten stays watched; nothing is polled before rdp_portpoll_set() or for unwatched
  * devices.
  */
 #include <errno.h>
@@ -157,6 +157,26 @@ static void test_ticks(void)
 	EXPECT_EQ(s.changes, 2);
 	EXPECT_TRUE(rdp_portpoll_reads(p) > 0);
 	EXPECT_TRUE(rdp_portpoll_ticks(p) > 0);
+
+	/* A file caught empty while rewritten in place (truncated, not yet written): no change,
+	 * still watched; the value written after it is seen at the next tick. */
+	ports0[0].state = 4;
+	EXPECT_EQ(rdp_portpoll_set(p, &h, NULL), 0);
+	EXPECT_EQ(rdp_portpoll_tick(p), 1); /* mlx5_1 INIT, against the model's ACTIVE */
+	ports1[0].state = 2;
+	EXPECT_EQ(rdp_portpoll_set(p, &h, NULL), 0);
+	EXPECT_EQ(rdp_portpoll_tick(p), 0);
+	{
+		char st[512];
+
+		snprintf(st, sizeof(st), "%s/class/infiniband/rxe0/ports/1/state", root);
+		EXPECT_EQ(truncate(st, 0), 0);
+	}
+	EXPECT_EQ(rdp_portpoll_tick(p), 0);
+	EXPECT_EQ(rdp_portpoll_files(p), 3);
+	put("class/infiniband/rxe0/ports/1/state", "1: DOWN");
+	EXPECT_EQ(rdp_portpoll_tick(p), 1);
+	EXPECT_STREQ(s.reason, "port:rxe0/1 state 1: DOWN");
 
 	/* An empty model stops the timer. */
 	EXPECT_EQ(rdp_portpoll_set(p, NULL, NULL), 0);
