@@ -258,12 +258,12 @@ static bool with_hook(const struct rdp_cdi_spec *s)
 }
 
 /* edits.hooks = [{hookName: createRuntime, path, args}] (oci-hook.h). */
-static int hooks_to_json(json_t *edits, const struct rdp_cdi_spec *s)
+static int hooks_to_json(json_t *edits, const char *hook_path, uint64_t memlock)
 {
 	const char *argv[RDP_OCI_HOOK_ARGS_MAX];
 	char value[RDP_MEMLOCK_STR_MAX];
 	json_t *hooks = json_array(), *h, *args;
-	int n = rdp_oci_hook_args(s->memlock, argv, value, sizeof(value));
+	int n = rdp_oci_hook_args(memlock, argv, value, sizeof(value));
 
 	if (n < 0) {
 		json_decref(hooks);
@@ -276,7 +276,7 @@ static int hooks_to_json(json_t *edits, const struct rdp_cdi_spec *s)
 		return -ENOMEM;
 	args = json_array();
 	if (set(h, "hookName", json_string(RDP_OCI_HOOK_STAGE)) < 0 ||
-	    set(h, "path", json_string(s->hook_path)) < 0 || set(h, "args", args) < 0)
+	    set(h, "path", json_string(hook_path)) < 0 || set(h, "args", args) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++)
 		if (json_array_append_new(args, json_string(argv[i])) < 0)
@@ -360,6 +360,11 @@ int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json)
 		nodes = nodes_to_json(d->nodes, d->n_nodes, &r);
 		if (set(edits, "deviceNodes", nodes) < 0)
 			return r;
+		if (d->own_memlock && s->hook_path && d->memlock != RDP_MEMLOCK_LEAVE) {
+			r = hooks_to_json(edits, s->hook_path, d->memlock);
+			if (r < 0)
+				return r;
+		}
 	}
 	if (s->n_devices == 0)
 		return 0; /* no file: cdi.h */
@@ -391,7 +396,7 @@ int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json)
 				return r;
 		}
 		if (with_hook(s)) {
-			r = hooks_to_json(edits, s);
+			r = hooks_to_json(edits, s->hook_path, s->memlock);
 			if (r < 0)
 				return r;
 		}

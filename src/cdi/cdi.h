@@ -94,6 +94,13 @@ struct rdp_cdi_device {
 	const char *name; /* rdp_cdi_valid_device_name(): the unit ID */
 	const struct rdp_cdi_node *nodes; /* at least one: the CDI library rejects empty edits */
 	size_t n_nodes;
+	/*
+	 * A memlock hook of the device's own (the DRA driver's per-request memlock): with
+	 * own_memlock, the spec's hook_path and memlock not 0, the device's containerEdits.hooks
+	 * gets the hook that sets memlock (the spec's own memlock is then usually 0).
+	 */
+	bool own_memlock;
+	uint64_t memlock;
 };
 
 /* One resource's spec. The renderer borrows everything; nothing is copied or freed. */

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "dra-share.h"
 #include "macro.h"
+#include "memlock.h"
 #include "workload-env.h"
 
 static bool is_alnum(char c)
@@ -79,6 +80,7 @@ int rdp_cdi_claim_spec_remove_at(int dirfd, const char *uid)
 /* Everything render allocates, freed in one place. */
 struct render {
 	size_t *dev_idx; /* host indexes of the distinct devices, in result order */
+	uint64_t *dev_mem; /* their memlock (the results' parameter, or the driver's) */
 	const struct rdp_dra_dev **devs;
 	const char **shares; /* per device: the share ID, NULL for the device whole */
 	size_t n_devs;
@@ -112,6 +114,7 @@ static void render_done(struct render *r, size_t n)
 	rdp_free(r->devs);
 	rdp_free(r->shares);
 	rdp_free(r->dev_idx);
+	rdp_free(r->dev_mem);
 	(void)n;
 }
 
@@ -136,6 +139,12 @@ static int take_env(struct render *r, struct rdp_env *e)
 	return 0;
 }
 
+/* A result's memlock: its parameter's, or the driver's. */
+static uint64_t mem_of(const struct rdp_dra_result *res, uint64_t dflt)
+{
+	return res->has_memlock ? res->memlock : dflt;
+}
+
 int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *uid,
 			      const struct rdp_dra_result *results, size_t n,
 			      const char *host_prefix, const char *hook_path, uint64_t memlock,
@@ -158,9 +167,10 @@ int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *u
 		return 0;
 	r.dev_idx = rdp_calloc(n, sizeof(*r.dev_idx));
 	r.devs = rdp_calloc(n, sizeof(*r.devs));
+	r.dev_mem = rdp_calloc(n, sizeof(*r.dev_mem));
 	r.shares = rdp_calloc(n, sizeof(*r.shares));
 	req_idx = rdp_calloc(n, sizeof(*req_idx));
-	if (!r.dev_idx || !r.devs || !r.shares || !req_idx)
+	if (!r.dev_idx || !r.devs || !r.dev_mem || !r.shares || !req_idx)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct rdp_dra_dev *d = rdp_dra_inventory_find(inv, results[i].device);
@@ -171,8 +181,13 @@ int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *u
 			goto out;
 		}
 		for (size_t j = 0; j < r.n_devs && !seen; j++)
-			seen = r.devs[j] == d &&
-			       rdp_dra_share_same(d->name, r.shares[j], d->name, results[i].share_id);
+			if (r.devs[j] == d &&
+			    rdp_dra_share_same(d->name, r.shares[j], d->name, results[i].share_id)) {
+				seen = true;
+				/* a device of two requests: the larger limit of the two */
+				if (mem_of(&results[i], memlock) > r.dev_mem[j])
+					r.dev_mem[j] = mem_of(&results[i], memlock);
+			}
 		if (seen)
 			continue;
 		if (rdp_dra_dev_device(inv, d)->n_char_devices == 0) {
@@ -180,6 +195,7 @@ int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *u
 			goto out;
 		}
 		r.devs[r.n_devs] = d;
+		r.dev_mem[r.n_devs] = mem_of(&results[i], memlock);
 		r.shares[r.n_devs] = results[i].share_id;
 		r.dev_idx[r.n_devs++] = d->host_index;
 		n_nodes += rdp_dra_dev_device(inv, d)->n_char_devices;
@@ -209,8 +225,22 @@ int rdp_cdi_claim_spec_render(const struct rdp_dra_inventory *inv, const char *u
 			if (host_prefix && !r.nodes[i][j].host_path)
 				goto out;
 		}
-		r.cdevs[i] = (struct rdp_cdi_device){r.names[i], r.nodes[i], d->n_char_devices};
+		r.cdevs[i] = (struct rdp_cdi_device){.name = r.names[i], .nodes = r.nodes[i],
+						     .n_nodes = d->n_char_devices};
 	}
+	/* One limit for the claim: the top-level hook, as before. Limits that differ by request
+	 * (dra-params.h): each device carries its own hook, none at the top. */
+	for (size_t i = 1; i < r.n_devs; i++)
+		if (r.dev_mem[i] != r.dev_mem[0]) {
+			spec.memlock = RDP_MEMLOCK_LEAVE;
+			for (size_t j = 0; j < r.n_devs; j++) {
+				r.cdevs[j].own_memlock = true;
+				r.cdevs[j].memlock = r.dev_mem[j];
+			}
+			break;
+		}
+	if (r.n_devs && !r.cdevs[0].own_memlock)
+		spec.memlock = r.dev_mem[0];
 	if (inv->host->rdma_cm[0]) {
 		r.cm.path = inv->host->rdma_cm;
 		r.cm.host_path = host_path(&r, host_prefix, inv->host->rdma_cm);

@@ -19,6 +19,7 @@
 #include "dra-share.h"
 #include "fileio.h"
 #include "macro.h"
+#include "memlock.h"
 
 static const char *const state_names[_RDP_DRA_CLAIM_STATE_MAX] = {
 	[RDP_DRA_PREPARE_STARTED] = "prepare-started",
@@ -140,6 +141,8 @@ int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra
 		d->device = rdp_strdup(s->device);
 		d->admin_access = s->admin_access;
 		d->share_id = s->share_id ? rdp_strdup(s->share_id) : NULL;
+		d->has_memlock = s->has_memlock;
+		d->memlock = s->memlock;
 		if (!d->request || !d->pool || !d->device || (s->share_id && !d->share_id)) {
 			c.n_devices++;
 			goto nomem;
@@ -290,6 +293,13 @@ int rdp_dra_checkpoint_render(const struct rdp_dra_checkpoint *c, char **ret)
 			if (d->share_id &&
 			    json_object_set_new(dj, "share_id", json_string(d->share_id)) < 0)
 				goto nomem;
+			if (d->has_memlock) {
+				char v[RDP_MEMLOCK_STR_MAX];
+
+				if (rdp_memlock_format(d->memlock, v, sizeof(v)) < 0 ||
+				    json_object_set_new(dj, "memlock", json_string(v)) < 0)
+					goto nomem;
+			}
 			for (size_t j = 0; j < d->n_cdi_ids; j++)
 				if (json_array_append_new(ids, json_string(d->cdi_ids[j])) < 0)
 					goto nomem;
@@ -385,7 +395,7 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 	static const char *const claim_keys[] = {"namespace", "name", "state", "devices",
 						 "cdi_spec", NULL};
 	static const char *const dev_keys[] = {"request", "pool", "device", "cdi_ids", NULL};
-	static const char *const dev_optional[] = {"admin_access", "share_id", NULL};
+	static const char *const dev_optional[] = {"admin_access", "share_id", "memlock", NULL};
 	struct rdp_dra_ckpt_claim c = {0};
 	struct rdp_dra_ckpt_device *devs = NULL;
 	const char *which = "";
@@ -445,6 +455,16 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 					"UID", uid, i);
 				goto out;
 			}
+		}
+		if (json_object_get(d, "memlock")) {
+			const char *m = str(d, "memlock");
+
+			if (!m || rdp_memlock_parse(m, &devs[i].memlock) < 0) {
+				r = bad(ret_error, -EBADMSG, "claim %s: device %zu: memlock is not "
+					"a memlock value", uid, i);
+				goto out;
+			}
+			devs[i].has_memlock = true;
 		}
 		if (!devs[i].request || !devs[i].pool || !devs[i].device) {
 			r = bad(ret_error, -EBADMSG, "claim %s: device %zu: request, pool or device "

@@ -10,7 +10,9 @@
  *                                            "device": "pci-0000-18-00-0",
  *                                            "cdi_ids": ["rdma-dp.io/claim=<uid>-pci-..."],
  *                                            "admin_access": true (only when true),
- *                                            "share_id": "<UID>" (only for a share)}],
+ *                                            "share_id": "<UID>" (only for a share),
+ *                                            "memlock": "unlimited" | "<bytes>" (only when
+ *                                            the claim's parameters set it: dra-params.h)}],
  *                               "cdi_spec": "/var/run/cdi/rdma-dp.io-claim_<uid>.json"}}}
  *
  * A claim's lifecycle (rdp_dra_claim_state_next() says which steps are allowed):
@@ -33,6 +35,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define RDP_DRA_CKPT_FILE "checkpoint.json"
 #define RDP_DRA_CKPT_CORRUPT "checkpoint.json.corrupt"
@@ -68,6 +71,8 @@ struct rdp_dra_ckpt_device {
 	size_t n_cdi_ids;
 	bool admin_access; /* an admin-access result: "admin_access": true, absent when false */
 	char *share_id; /* the result's shareID (dra-share.h); NULL: the device whole */
+	bool has_memlock; /* the claim's parameter (dra-params.h): "memlock", absent when none */
+	uint64_t memlock;
 };
 
 struct rdp_dra_ckpt_claim {

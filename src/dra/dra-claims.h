@@ -25,6 +25,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "dra-slices.h"
 
@@ -44,6 +45,10 @@ struct rdp_dra_result {
 	/* results[].shareID (DRAConsumableCapacity): this allocation's share of a device
 	 * published with allowMultipleAllocations; NULL for a device allocated whole */
 	char *share_id;
+	/* memlock from the claim's opaque parameters (dra-params.h), when has_memlock; else the
+	 * driver's --memlock. Not set by rdp_dra_claim_parse(). */
+	bool has_memlock;
+	uint64_t memlock;
 };
 
 struct rdp_dra_claim {

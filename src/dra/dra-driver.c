@@ -19,6 +19,7 @@
 #include "dra-instance.h"
 #include "dra-prepare.h"
 #include "dra-slices.h"
+#include "dra-status.h"
 #include "event.h"
 #include "grpc.h"
 #include "hostwatch.h"
@@ -73,6 +74,7 @@ struct driver {
 	/* The API server: one worker for slices, one for claims. */
 	struct rdp_kube_config kcfg;
 	struct rdp_kube_worker *slice_worker, *claim_worker;
+	struct rdp_dra_status *status; /* claims' status.devices, a worker of its own */
 	/* Slices. */
 	enum slice_state sstate;
 	bool dirty;            /* something changed during a sync: sync again after it */
@@ -892,6 +894,11 @@ static int setup(struct rdp_event *e, void *userdata)
 				rdp_log_errno(k));
 			return k;
 		}
+		k = rdp_dra_status_new(d->event, &d->kcfg, o->driver, o->sysfs_root, &d->status,
+				       NULL);
+		if (k < 0)
+			return k;
+		po.status = d->status;
 		k = rdp_dra_prepare_new(&po, &d->inv, &d->prep);
 		if (k < 0)
 			return k;
@@ -976,6 +983,7 @@ static void done(void *userdata)
 	d->slice_worker = rdp_kube_worker_free(d->slice_worker);
 	d->claim_worker = rdp_kube_worker_free(d->claim_worker);
 	d->prep = rdp_dra_prepare_free(d->prep);
+	d->status = rdp_dra_status_free(d->status);
 	d->health = rdp_dra_health_server_free(d->health);
 	rdp_event_source_free(d->health_timer);
 	rdp_kube_job_done(&d->sjob);

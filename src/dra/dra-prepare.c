@@ -14,8 +14,10 @@
 #include "dra-claims.h"
 #include "dra-instance.h"
 #include "dra-driver.h"
+#include "dra-params.h"
 #include "dra-share.h"
 #include "dra-slices.h"
+#include "dra-status.h"
 #include "dra.pb-c.h"
 #include "grpc.h"
 #include "kube-worker.h"
@@ -76,6 +78,7 @@ struct rdp_dra_prepare {
 	int plugin_dirfd;
 	int lock_fd;               /* serialize.lock (dra-instance.h) */
 	struct rdp_dra_checkpoint ckpt;
+	struct rdp_dra_status *status; /* NULL: no status.devices writes */
 	struct pcall *calls;       /* waiting for the API server */
 	struct pclaim *inflight;   /* their claims being read */
 };
@@ -143,6 +146,8 @@ static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 		d->pool = rdp_strdup(c->results[i].pool);
 		d->device = rdp_strdup(c->results[i].device);
 		d->admin_access = c->results[i].admin_access;
+		d->has_memlock = c->results[i].has_memlock;
+		d->memlock = c->results[i].memlock;
 		if (c->results[i].share_id) {
 			d->share_id = rdp_strdup(c->results[i].share_id);
 			if (!d->share_id)
@@ -170,7 +175,9 @@ static int results_from_ckpt(const struct rdp_dra_ckpt_claim *c, struct rdp_dra_
 					       .pool = c->devices[i].pool,
 					       .device = c->devices[i].device,
 					       .admin_access = c->devices[i].admin_access,
-					       .share_id = c->devices[i].share_id};
+					       .share_id = c->devices[i].share_id,
+					       .has_memlock = c->devices[i].has_memlock,
+					       .memlock = c->devices[i].memlock};
 	*ret = r;
 	return 0;
 }
@@ -264,6 +271,20 @@ static int record(struct rdp_dra_prepare *p, struct pclaim *cl,
 	return k;
 }
 
+/* Queues the claim's status.devices (never waited for: the answer goes now). */
+static void status_set(struct rdp_dra_prepare *p, const struct pclaim *cl,
+		       const struct rdp_dra_result *results, size_t n)
+{
+	int k;
+
+	if (!p->status || n == 0)
+		return;
+	k = rdp_dra_status_set(p->status, cl->namespace, cl->name, cl->uid, p->inv, results, n);
+	if (k < 0)
+		rdp_log(RDP_LOG_WARNING, "claim-status-failed", "claim=%s/%s uid=%s error=%s",
+			cl->namespace, cl->name, cl->uid, rdp_log_errno(k));
+}
+
 /* Prepares a claim whose object came back from the API server. */
 static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const char *body,
 			  size_t len)
@@ -278,6 +299,12 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	int k;
 
 	k = rdp_dra_claim_parse(body, len, &ctx, &c, &err);
+	if (k < 0) {
+		claim_fail(cl, err ? err : rdp_asprintf("%s", strerror(-k)));
+		goto out;
+	}
+	/* Our opaque parameters (memlock per request): a bad one fails the claim, named. */
+	k = rdp_dra_params_apply(body, len, p->driver, &c, &err);
 	if (k < 0) {
 		claim_fail(cl, err ? err : rdp_asprintf("%s", strerror(-k)));
 		goto out;
@@ -325,6 +352,7 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	cl->done = true;
 	rdp_log(RDP_LOG_INFO, "claim-prepared", "claim=%s/%s uid=%s devices=%zu", cl->namespace,
 		cl->name, cl->uid, c.n_results);
+	status_set(p, cl, c.results, c.n_results);
 out:
 	rdp_dra_claim_done(&c);
 }
@@ -507,6 +535,7 @@ static void prepare_again(struct rdp_dra_prepare *p, struct pclaim *cl,
 	cl->done = true;
 	rdp_log(RDP_LOG_INFO, "claim-prepared", "claim=%s/%s uid=%s devices=%zu from=checkpoint",
 		cl->namespace, cl->name, cl->uid, ck->n_devices);
+	status_set(p, cl, results, ck->n_devices);
 }
 
 static bool claim_fields_ok(const PbClaim *pc)
@@ -670,6 +699,11 @@ static void do_unprepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, 
 			errors[i] = rdp_asprintf("cannot remove the claim's CDI spec from %s: %s",
 						 p->cdi_dir, strerror(-k));
 		} else if (known) {
+			if (p->status && pc->namespace_ && pc->name &&
+			    rdp_dra_checkpoint_find(&p->ckpt, uid)->n_devices &&
+			    rdp_dra_status_clear(p->status, pc->namespace_, pc->name, uid) < 0)
+				rdp_log(RDP_LOG_WARNING, "claim-status-failed", "uid=%s error=%s", uid,
+					rdp_log_q("cannot queue the removal of its status.devices"));
 			rdp_dra_checkpoint_remove(&p->ckpt, uid);
 			k = save(p);
 			if (k < 0)
@@ -755,6 +789,7 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 	p->budget_ms = o->budget_ms;
 	p->verbose = o->verbose;
 	p->inv = inv;
+	p->status = o->status;
 	p->plugin_dirfd = open(p->plugin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p->plugin_dirfd < 0) {
 		k = -errno;

@@ -35,6 +35,7 @@ struct rdp_grpc_call;
 struct rdp_kube_worker;
 struct rdp_dra_inventory;
 struct rdp_dra_prepare;
+struct rdp_dra_status;
 
 struct rdp_dra_prepare_options {
 	const char *driver;
@@ -47,6 +48,9 @@ struct rdp_dra_prepare_options {
 	struct rdp_kube_worker *worker;
 	unsigned budget_ms;          /* one claim's API read, retries included */
 	bool verbose;
+	/* status.devices writes (dra-status.h): queued after a prepare, cleared on unprepare;
+	 * NULL: none. Borrowed. */
+	struct rdp_dra_status *status;
 };
 
 /*

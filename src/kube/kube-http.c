@@ -46,6 +46,8 @@ const char *rdp_kube_method_name(enum rdp_kube_method m)
 		return "PATCH";
 	case RDP_KUBE_DELETE:
 		return "DELETE";
+	case RDP_KUBE_APPLY:
+		return "PATCH";
 	}
 	return NULL;
 }
@@ -81,8 +83,9 @@ int rdp_kube_http_render(enum rdp_kube_method m, const char *host, const char *p
 	if (!auth)
 		return -ENOMEM;
 	content = body ? rdp_asprintf("Content-Type: %s\r\nContent-Length: %zu\r\n",
-				      m == RDP_KUBE_PATCH ? "application/merge-patch+json"
-							  : "application/json",
+				      m == RDP_KUBE_PATCH   ? "application/merge-patch+json"
+				      : m == RDP_KUBE_APPLY ? "application/apply-patch+yaml"
+							    : "application/json",
 				      strlen(body))
 		       : rdp_strdup(m == RDP_KUBE_GET ? "" : "Content-Length: 0\r\n");
 	if (!content)

@@ -26,6 +26,9 @@ enum rdp_kube_method {
 	RDP_KUBE_PUT,
 	RDP_KUBE_PATCH, /* sent as application/merge-patch+json */
 	RDP_KUBE_DELETE,
+	/* PATCH sent as application/apply-patch+yaml (server-side apply; JSON is YAML): the
+	 * path names ?fieldManager= (and force=true to take fields from other managers) */
+	RDP_KUBE_APPLY,
 };
 
 const char *rdp_kube_method_name(enum rdp_kube_method m);

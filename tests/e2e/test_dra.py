@@ -703,3 +703,85 @@ def test_watch_no_periodic_list_and_a_deleted_slice_recreated(dra):
     assert took < 2.0, took
     assert len(published(c)) == 1
     cl.wait_for("the driver logged why", lambda: "why=watch-deleted" in driver_log(c), 10, 0.5)
+
+
+def test_claim_status_devices(dra):
+    """Issue 21, "Claim status": a standalone claim (one InfiniBand NIC) used by a pod: once the
+    pod runs, the real API server holds our status.devices entry, written by server-side apply
+    of resourceclaims/status under deploy/dra's RBAC (patch on resourceclaims/status,
+    associated-node:patch on resourceclaims/driver for the driver's name): condition Ready
+    True, data naming the ibdev and its uverbs node, networkData with the fixture's netdev and
+    its MAC, the field manager the driver's name. When the pod is deleted the claim survives,
+    is unprepared, and our entry is gone."""
+    c = dra
+    claim_doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "rdma-status", "namespace": "default"},
+                 "spec": {"devices": {"requests": [{"name": "nic", "exactly": {
+                     "deviceClassName": "rdma-nic-ib", "count": 1}}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rdma-status", "namespace": "default"},
+           "spec": {"hostNetwork": True, "resourceClaims": [{"name": "nic", "resourceClaimName": "rdma-status"}],
+                    "containers": [{"name": "app", "image": WORKLOAD,
+                                    "command": ["sh", "-c", "exec sleep infinity"],
+                                    "resources": {"claims": [{"name": "nic"}]}}]}}
+    apply(c, [claim_doc, pod])
+    c.wait_pod("default", "rdma-status")
+
+    def ours():
+        cl_ = c.get("resourceclaim", "-n", "default", "rdma-status")
+        return cl_, [d for d in cl_.get("status", {}).get("devices", []) if d["driver"] == DRIVER]
+
+    cl.wait_for("our status.devices entry", lambda: ours()[1], 60, 0.5)
+    claim, entries = ours()
+    uid = claim["metadata"]["uid"]
+    (res,) = results(claim)
+    (e,) = entries
+    assert (e["pool"], e["device"]) == (res[2], res[3])
+    ibdev = by_device_name(c)[res[3]]["ibdev"]["string"]
+    dev = usable_devices(c)[ibdev]
+    assert [(x["type"], x["status"], x["reason"]) for x in e["conditions"]] == [("Ready", "True", "Prepared")]
+    assert e["data"]["ibdev"] == ibdev
+    assert e["data"]["uverbs"] in dev["char_devices"]
+    netdev = dev["netdevs"][0]
+    assert e["networkData"]["interfaceName"] == netdev
+    mac = (c.work / "node" / "sys" / "class" / "net" / netdev / "address").read_text().strip()
+    assert e["networkData"]["hardwareAddress"] == mac
+    managed = c.get("resourceclaim", "-n", "default", "rdma-status", "--show-managed-fields")[
+        "metadata"].get("managedFields", [])
+    mf = [m for m in managed if m.get("subresource") == "status" and m["manager"] == DRIVER]
+    assert mf and mf[0]["operation"] == "Apply", managed
+    assert "event=claim-status-failed" not in driver_log(c)
+    delete_pod(c, "rdma-status")
+    cl.wait_for("the claim unprepared", lambda: not spec_file(c, uid).exists(), 60)
+    cl.wait_for("our status.devices entry removed", lambda: not ours()[1], 60, 0.5)
+    claim, _ = ours()
+    assert claim["metadata"]["uid"] == uid
+    assert re.search(r"event=claim-status-written .*%s.* cleared=1" % uid, driver_log(c)), driver_log(c)[-3000:]
+    c.kubectl("delete", "resourceclaim", "rdma-status", "--wait=true")
+
+
+def test_memlock_opaque_parameter(dra):
+    """Issue 22, "a DRA opaque parameter chooses another" memlock: a claim whose
+    spec.devices.config names our driver with RdmaConfig {memlock}; the scheduler copies it into
+    the allocation, the driver's spec hook sets that limit (half the deployed one where the
+    runtime cannot raise a hard limit, else 1 GiB), and containerd's runc applies it to the container."""
+    c = dra
+    want = c.dra_memlock // 2 if c.dra_memlock else 1 << 30
+    claim_doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "rdma-memlock", "namespace": "default"},
+                 "spec": {"devices": {
+                     "requests": [{"name": "nic", "exactly": {"deviceClassName": "rdma-nic-ib", "count": 1}}],
+                     "config": [{"requests": ["nic"], "opaque": {"driver": DRIVER, "parameters": {
+                         "apiVersion": "rdma.rdma-dp.io/v1alpha1", "kind": "RdmaConfig",
+                         "memlock": str(want)}}}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rdma-memlock", "namespace": "default"},
+           "spec": {"hostNetwork": True, "resourceClaims": [{"name": "nic", "resourceClaimName": "rdma-memlock"}],
+                    "containers": [{"name": "app", "image": WORKLOAD,
+                                    "command": ["sh", "-c", "exec sleep infinity"],
+                                    "resources": {"claims": [{"name": "nic"}]}}]}}
+    apply(c, [claim_doc, pod])
+    c.wait_pod("default", "rdma-memlock")
+    claim = c.get("resourceclaim", "-n", "default", "rdma-memlock")
+    assert claim["status"]["allocation"]["devices"]["config"][0]["source"] == "FromClaim"
+    assert container_memlock(c, "rdma-memlock") == (want, want)
+    delete_pod(c, "rdma-memlock")
+    c.kubectl("delete", "resourceclaim", "rdma-memlock", "--wait=true")

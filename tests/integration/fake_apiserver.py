@@ -6,6 +6,8 @@ bodies, and strict validation of the ResourceSlices it receives.
 Run with Debian's /usr/bin/python3 (stdlib only: ssl, http.server).
 
 Served (everything else: 404 like the real one):
+  PATCH  /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}/status
+         (server-side apply only: status.devices per field manager; see _apply_claim_status)
   GET    /api/v1/nodes/{name}
   GET    /apis/resource.k8s.io/v1/resourceslices[?fieldSelector=...&labelSelector=...]
   POST   /apis/resource.k8s.io/v1/resourceslices          (generateName honoured)
@@ -1332,6 +1334,11 @@ class FakeAPIServer:
             if method == "DELETE":
                 return self._delete_slice(name, raw)
             return self._not_allowed(method)
+        if parts[:4] == ["apis", GROUP, "v1", "namespaces"] and len(parts) == 8 and \
+                parts[5] == "resourceclaims" and parts[7] == "status":
+            if method != "PATCH":
+                return self._not_allowed(method)
+            return self._apply_claim_status(parts[4], parts[6], query, raw, headers)
         if parts[:4] == ["apis", GROUP, "v1", "namespaces"] and len(parts) == 7 and \
                 parts[5] == "resourceclaims":
             if method != "GET":
@@ -1708,3 +1715,163 @@ def selector(**fields):
     k=v joined by ',', URL-encoded. selector(**{"spec.nodeName": "n"})."""
     s = ",".join("%s=%s" % (k, fields[k]) for k in sorted(fields))
     return "fieldSelector=" + urllib.parse.quote(s, safe="")
+
+
+# -- ResourceClaim status.devices (server-side apply) ---------------------------------------------
+# Limits of k8s.io/api resource/v1 types.go: AllocatedDeviceStatusMaxConditions 8,
+# AllocatedDeviceStatusDataMaxLength 10 KiB, NetworkDeviceDataMaxIPs 16,
+# NetworkDeviceDataInterfaceNameMaxLength 256, NetworkDeviceDataHardwareAddressMaxLength 128.
+STATUS_MAX_CONDITIONS = 8
+STATUS_DATA_MAX = 10 * 1024
+STATUS_MAX_IPS = 16
+_REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def _status_key(d):
+    return (d.get("driver"), d.get("pool"), d.get("device"), d.get("shareID") or "")
+
+
+def validate_device_status(claim, devices):
+    """FieldErrors of status.devices as pkg/apis/resource/validation validateDeviceStatus:
+    each entry names an allocated result (driver, pool, device), no duplicate key,
+    conditions as metav1.Condition, data at most 10 KiB, networkData limits, IPs in CIDR form
+    (canonical, as the 1.34+ validation wants for new values)."""
+    import ipaddress
+    errs = []
+    res = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}) \
+        .get("results") or []
+    allocated = {(r.get("driver"), r.get("pool"), r.get("device"), r.get("shareID") or "")
+                 for r in res}
+    seen = set()
+    for i, d in enumerate(devices):
+        p = "status.devices[%d]" % i
+        if not isinstance(d, dict):
+            errs.append(FieldError("Invalid", p, d, "must be an object"))
+            continue
+        k = _status_key(d)
+        for f in ("driver", "pool", "device"):
+            if not d.get(f):
+                errs.append(FieldError("Required", p + "." + f))
+        if k in seen:
+            errs.append(FieldError("Duplicate", p, k))
+        seen.add(k)
+        if k not in allocated:
+            errs.append(FieldError("Invalid", p, k, "must be an allocated device in the claim"))
+        conds = d.get("conditions") or []
+        if len(conds) > STATUS_MAX_CONDITIONS:
+            errs.append(FieldError("TooMany", p + ".conditions", len(conds)))
+        for j, c in enumerate(conds):
+            cp = "%s.conditions[%d]" % (p, j)
+            if c.get("status") not in ("True", "False", "Unknown"):
+                errs.append(FieldError("NotSupported", cp + ".status", c.get("status")))
+            if not c.get("type"):
+                errs.append(FieldError("Required", cp + ".type"))
+            if not _REASON_RE.match(c.get("reason") or ""):
+                errs.append(FieldError("Invalid", cp + ".reason", c.get("reason")))
+            if not _TIME_RE.match(c.get("lastTransitionTime") or ""):
+                errs.append(FieldError("Required", cp + ".lastTransitionTime"))
+            if len(c.get("message") or "") > 32768:
+                errs.append(FieldError("TooLong", cp + ".message"))
+        if "data" in d:
+            if not isinstance(d["data"], dict):
+                errs.append(FieldError("Invalid", p + ".data", "", "must be a JSON object"))
+            elif len(json.dumps(d["data"], separators=(",", ":"))) > STATUS_DATA_MAX:
+                errs.append(FieldError("TooLong", p + ".data"))
+        nd = d.get("networkData")
+        if nd is not None:
+            if len(nd.get("interfaceName") or "") > 256:
+                errs.append(FieldError("TooLong", p + ".networkData.interfaceName"))
+            if len(nd.get("hardwareAddress") or "") > 128:
+                errs.append(FieldError("TooLong", p + ".networkData.hardwareAddress"))
+            ips = nd.get("ips") or []
+            if len(ips) > STATUS_MAX_IPS:
+                errs.append(FieldError("TooMany", p + ".networkData.ips", len(ips)))
+            for j, ip in enumerate(ips):
+                ipp = "%s.networkData.ips[%d]" % (p, j)
+                try:
+                    iface = ipaddress.ip_interface(ip)
+                    if "/" not in ip or str(iface) != ip:
+                        raise ValueError
+                except ValueError:
+                    errs.append(FieldError("Invalid", ipp, ip, "must be an IP address in CIDR "
+                                           "form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)"))
+            if len(set(ips)) != len(ips):
+                errs.append(FieldError("Duplicate", p + ".networkData.ips", ips))
+    return errs
+
+
+def _apply_claim_status(self, ns, name, query, raw, headers):
+    """Server-side apply of a claim's status (the only status write the fake serves): the
+    field manager (?fieldManager=, required) owns the status.devices entries it applied
+    (a list map keyed by driver, pool, device, shareID); entries it owned and no longer
+    applies are removed unless another manager owns them; another manager's entries are a
+    409 conflict without force=true. metadata.uid, when given, must be the claim's (409)."""
+    ct = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if ct != "application/apply-patch+yaml":
+        return 415, status(415, "UnsupportedMediaType",
+                           "the body of the request was in an unknown format - accepted media "
+                           "types include: application/json-patch+json, "
+                           "application/merge-patch+json, application/apply-patch+yaml"), {}
+    manager = query.get("fieldManager", [""])[0]
+    force = query.get("force", [""])[0] == "true"
+    if not manager:
+        return 400, status(400, "BadRequest", "PatchOptions.meta.k8s.io \"\" is invalid: "
+                           "fieldManager: Required value: is required for apply patch"), {}
+    try:
+        obj = json.loads(raw)
+    except ValueError as e:
+        return 400, status(400, "BadRequest", "error decoding YAML: %s" % e), {}
+    if not isinstance(obj, dict) or obj.get("apiVersion") != GROUP + "/v1" or \
+            obj.get("kind") != "ResourceClaim":
+        return 400, status(400, "BadRequest", "apiVersion and kind must be set"), {}
+    m = obj.get("metadata") or {}
+    if m.get("name") != name or m.get("namespace", ns) != ns:
+        return 400, status(400, "BadRequest", "the name of the object does not match the "
+                           "name on the URL"), {}
+    with self._lock:
+        c = self._claims.get((ns, name))
+        if c is None:
+            return 404, not_found("resourceclaims", name), {}
+        if m.get("uid") and m["uid"] != c["metadata"]["uid"]:
+            return 409, status(409, "Conflict", "Operation cannot be fulfilled on "
+                               "resourceclaims.resource.k8s.io \"%s\": Precondition failed: "
+                               "UID in precondition: %s, UID in object meta: %s" % (
+                                   name, m["uid"], c["metadata"]["uid"])), {}
+        applied = (obj.get("status") or {}).get("devices") or []
+        cur = (c.get("status") or {}).get("devices") or []
+        owners = self.__dict__.setdefault("_status_owners", {}).setdefault((ns, name), {})
+        new_keys = [_status_key(d) for d in applied if isinstance(d, dict)]
+        for k in new_keys:
+            others = [mg for mg, ks in owners.items() if mg != manager and k in ks]
+            if others and not force:
+                return 409, status(409, "Conflict", "Apply failed with 1 conflict: conflict "
+                                   "with \"%s\": .status.devices" % others[0]), {}
+        mine = owners.get(manager, set())
+        by_key = {_status_key(d): d for d in cur}
+        for k in mine - set(new_keys):
+            if not any(k in ks for mg, ks in owners.items() if mg != manager):
+                by_key.pop(k, None)
+        for d in applied:
+            by_key[_status_key(d)] = d
+        devices = list(by_key.values())
+        errs = validate_device_status(c, devices)
+        if errs:
+            return 422, invalid("ResourceClaim", name, errs), {}
+        for mg in owners:
+            if mg != manager and force:
+                owners[mg] = owners[mg] - set(new_keys)
+        owners[manager] = set(new_keys)
+        st = c.setdefault("status", {})
+        if devices:
+            st["devices"] = devices
+        else:
+            st.pop("devices", None)
+        c["metadata"]["resourceVersion"] = self._next_rv()
+        self.status_writes = getattr(self, "status_writes", 0) + 1
+        self.cond.notify_all()
+        return 200, json.loads(json.dumps(c)), {}
+
+
+FakeAPIServer._apply_claim_status = _apply_claim_status
+

@@ -704,13 +704,20 @@ def test_dra_kustomization(dra_rendered):
         ("DeviceClass", "rdma-nic"), ("DeviceClass", "rdma-nic-ib"),
         ("DeviceClass", "rdma-nic-roce"), ("DaemonSet", "rdma-dp-dra")])
     # least privilege: exactly these rules, a watch of slices only (the driver follows its
-    # own: dra-follow.h), no wildcard, claims read-only
+    # own: dra-follow.h), no wildcard; of a claim only its status is written (status.devices,
+    # for this driver's name only)
     role = _one(docs, "ClusterRole", "rdma-dp-dra")
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
     assert rules == {(("",), ("nodes",)): {"get"},
                      (("resource.k8s.io",), ("resourceslices",)):
                          {"get", "list", "watch", "create", "update", "delete"},
-                     (("resource.k8s.io",), ("resourceclaims",)): {"get"}}
+                     (("resource.k8s.io",), ("resourceclaims",)): {"get"},
+                     (("resource.k8s.io",), ("resourceclaims/status",)): {"patch"},
+                     (("resource.k8s.io",), ("resourceclaims/driver",)):
+                         {"associated-node:patch"}}
+    drv = [r for r in role["rules"] if r["resources"] == ["resourceclaims/driver"]]
+    assert drv[0]["resourceNames"] == [DRA_DRIVER]
+    assert all("resourceNames" not in r for r in role["rules"] if r not in drv)
     binding = _one(docs, "ClusterRoleBinding", "rdma-dp-dra")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "rdma-dp-dra",
                                     "namespace": "kube-system"}]
@@ -786,6 +793,16 @@ def test_dra_examples():
     pod = next(d for d in one if d["kind"] == "Pod")
     assert pod["spec"]["resourceClaims"] == [{"name": "nic", "resourceClaimTemplateName": "rdma-nic-one"}]
     assert [c["resources"]["claims"] for c in pod["spec"]["containers"]] == [[{"name": "nic"}]]
+    # the memlock parameter: parsed by the driver's own rules (dra-params.h)
+    ml = [d for d in yaml.safe_load_all((ex / "memlock-parameter.yaml").read_text()) if d]
+    rct = next(d for d in ml if d["kind"] == "ResourceClaimTemplate")
+    (cfg,) = rct["spec"]["spec"]["devices"]["config"]
+    assert cfg["requests"] == ["nic"] and cfg["opaque"]["driver"] == DRA_DRIVER
+    assert cfg["opaque"]["parameters"] == {"apiVersion": "rdma.rdma-dp.io/v1alpha1",
+                                           "kind": "RdmaConfig", "memlock": "64Gi"}
+    pod = next(d for d in ml if d["kind"] == "Pod")
+    assert pod["spec"]["resourceClaims"] == [{"name": "nic",
+                                              "resourceClaimTemplateName": "rdma-nic-memlock"}]
     shared = [d for d in yaml.safe_load_all((ex / "nccl-test-shared.yaml").read_text()) if d]
     claim = next(d for d in shared if d["kind"] == "ResourceClaim")
     req = claim["spec"]["devices"]["requests"][0]["exactly"]

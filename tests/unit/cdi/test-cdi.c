@@ -109,8 +109,8 @@ static const struct rdp_cdi_node dev1_nodes[] = {
 	{"/dev/infiniband/uverbs1", NULL},
 };
 static const struct rdp_cdi_device small_devices[] = {
-	{"0000:18:00.0", dev0_nodes, 2},
-	{"0000:03:00.0-sf2", dev1_nodes, 1},
+	{.name = "0000:18:00.0", .nodes = dev0_nodes, .n_nodes = 2},
+	{.name = "0000:03:00.0-sf2", .nodes = dev1_nodes, .n_nodes = 1},
 };
 static const struct rdp_cdi_node cm_node[] = {
 	{"/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm"},

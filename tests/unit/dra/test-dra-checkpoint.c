@@ -12,6 +12,7 @@
 
 #include "alloc.h"
 #include "dra-checkpoint.h"
+#include "memlock.h"
 #include "macro.h"
 #include "test.h"
 
@@ -20,8 +21,8 @@ static char *ids_a[] = {id0};
 static char nic[] = "nic", pool[] = "node-a", d18[] = "pci-0000-18-00-0", d19[] = "pci-0000-19-00-0";
 static char ns[] = "ns", c1[] = "c1", spec[] = "/var/run/cdi/rdma-dp.io-claim_u1.json";
 static struct rdp_dra_ckpt_device devs_a[] = {
-	{nic, pool, d18, ids_a, 1, false, NULL},
-	{nic, pool, d19, NULL, 0, false, NULL},
+	{nic, pool, d18, ids_a, 1, false, NULL, true, 1ULL << 30},
+	{nic, pool, d19, NULL, 0, false, NULL, false, 0},
 };
 
 static struct rdp_dra_ckpt_claim claim(const char *uid, enum rdp_dra_claim_state st)
@@ -190,6 +191,10 @@ static void test_files(void)
 		 "\"state\":\"prepared\",\"devices\":[{\"request\":\"r\",\"pool\":\"p\","
 		 "\"device\":\"d\",\"cdi_ids\":[],\"admin_access\":1}],\"cdi_spec\":\"\"}}}",
 		 "admin_access is not a boolean", -EBADMSG},
+		{"{\"version\":1,\"claims\":{\"u\":{\"namespace\":\"n\",\"name\":\"c\","
+		 "\"state\":\"prepared\",\"devices\":[{\"request\":\"r\",\"pool\":\"p\","
+		 "\"device\":\"d\",\"cdi_ids\":[],\"memlock\":\"-1\"}],\"cdi_spec\":\"\"}}}",
+		 "memlock is not", -EBADMSG},
 		{"{\"version\":1,\"claims\":{\"u\":1,\"u\":2}}", "not JSON", -EBADMSG},
 		{"{\"version\":1,\"claims\":{\"\":{\"namespace\":\"n\",\"name\":\"c\","
 		 "\"state\":\"prepared\",\"devices\":[],\"cdi_spec\":\"\"}}}", "UID", -EBADMSG},
@@ -278,7 +283,7 @@ static void test_admin_access(void)
 	struct rdp_dra_checkpoint c = {0}, back = {0};
 	struct rdp_dra_ckpt_device devs[2] = {
 		{.request = nic, .pool = pool, .device = d18, .cdi_ids = ids_a, .n_cdi_ids = 1,
-		 .admin_access = true},
+		 .admin_access = true, .has_memlock = true, .memlock = RDP_MEMLOCK_UNLIMITED},
 		{.request = nic, .pool = pool, .device = d19},
 	};
 	struct rdp_dra_ckpt_claim cl = claim("u1", RDP_DRA_PREPARE_STARTED);
@@ -292,11 +297,17 @@ static void test_admin_access(void)
 	EXPECT_EQ(rdp_dra_checkpoint_render(&c, &t), 0);
 	EXPECT_CONTAINS(t, "\"admin_access\": true");
 	EXPECT_TRUE(strstr(t, "\"admin_access\": false") == NULL);
+	/* the claim's memlock parameter (dra-params.h), only where it set one */
+	EXPECT_CONTAINS(t, "\"memlock\": \"unlimited\"");
+	EXPECT_TRUE(strstr(strstr(t, "\"memlock\"") + 1, "\"memlock\"") == NULL);
 	EXPECT_EQ(rdp_dra_checkpoint_parse(t, strlen(t), &back, &err), 0);
 	EXPECT_EQ(back.n_claims, 1);
 	if (back.n_claims == 1 && back.claims[0].n_devices == 2) {
 		EXPECT_TRUE(back.claims[0].devices[0].admin_access);
 		EXPECT_TRUE(!back.claims[0].devices[1].admin_access);
+		EXPECT_TRUE(back.claims[0].devices[0].has_memlock);
+		EXPECT_TRUE(back.claims[0].devices[0].memlock == RDP_MEMLOCK_UNLIMITED);
+		EXPECT_TRUE(!back.claims[0].devices[1].has_memlock);
 	}
 	rdp_free(t);
 	rdp_dra_checkpoint_done(&c);

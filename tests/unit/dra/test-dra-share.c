@@ -158,8 +158,8 @@ static void test_checkpoint(void)
 	static char *ids[] = {id0};
 	static char nic[] = "nic", pool[] = "node-a", d18[] = "pci-0000-18-00-0", s1[] = S1,
 		    bad[] = "x/y", ns[] = "ns", c1[] = "c1", spec[] = "/s.json", uid[] = "u1";
-	struct rdp_dra_ckpt_device devs[] = {{nic, pool, d18, ids, 1, false, s1},
-					     {nic, pool, d18, NULL, 0, false, NULL}};
+	struct rdp_dra_ckpt_device devs[] = {{nic, pool, d18, ids, 1, false, s1, false, 0},
+					     {nic, pool, d18, NULL, 0, false, NULL, false, 0}};
 	struct rdp_dra_ckpt_claim cl = {.uid = uid, .namespace = ns, .name = c1,
 					.state = RDP_DRA_PREPARE_STARTED, .devices = devs,
 					.n_devices = 2, .cdi_spec = spec};
@@ -208,8 +208,8 @@ static void test_dgx(const char *fixtures)
 					    .bandwidth = true};
 	char nic[] = "nic", st[] = "st", pool[] = "node-a", d0[] = "pci-0000-18-00-0",
 	     s1[] = S1, s2[] = S2;
-	struct rdp_dra_result res[] = {{nic, pool, d0, false, s1}, {st, pool, d0, false, s2},
-				       {nic, pool, d0, false, s1}};
+	struct rdp_dra_result res[] = {{nic, pool, d0, false, s1, false, 0}, {st, pool, d0, false, s2, false, 0},
+				       {nic, pool, d0, false, s1, false, 0}};
 	char *json = NULL, err[256] = "";
 	json_t *slices = NULL, *j, *devs, *s;
 	size_t i;

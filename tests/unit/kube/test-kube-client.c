@@ -304,6 +304,11 @@ static void test_render(void)
 	EXPECT_EQ(rdp_kube_http_render(RDP_KUBE_POST, "h", "/x", "t", "{}", &s, &len), 0);
 	EXPECT_CONTAINS(s, "Content-Type: application/json\r\nContent-Length: 2\r\n");
 	rdp_free(s);
+	EXPECT_EQ(rdp_kube_http_render(RDP_KUBE_APPLY, "h", "/x?fieldManager=d", "t", "{}", &s, &len),
+		  0);
+	EXPECT_CONTAINS(s, "PATCH /x?fieldManager=d HTTP/1.1\r\n");
+	EXPECT_CONTAINS(s, "Content-Type: application/apply-patch+yaml\r\nContent-Length: 2\r\n");
+	rdp_free(s);
 	EXPECT_EQ(rdp_kube_http_render(RDP_KUBE_GET, "h", "/x\r\nEvil: 1", "t", NULL, &s, &len),
 		  -EINVAL);
 	EXPECT_EQ(rdp_kube_http_render(RDP_KUBE_GET, "h", "/x y", "t", NULL, &s, &len), -EINVAL);
