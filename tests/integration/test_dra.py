@@ -444,3 +444,33 @@ def test_per_request_cdi_devices_two_containers(env, rdma_dp, fixtures_dir, tmp_
     assert r.added_env["RDMA_DEVICE_CONTAINER_0_REQUEST_0"] == "mlx5_0:1"
     assert r.added_env["RDMA_DEVICE_CONTAINER_1_REQUEST_0"] == "mlx5_3:1"
     stopped_clean(d)
+
+
+def test_claim_prepared_before_per_request_devices_keeps_its_layout(env):
+    """A claim an older rdma-dp prepared (its checkpoint answer names NIC IDs only, which
+    kubelet keeps) whose spec a reboot removed: written again as it was then, every variable
+    top-level over the claim, so the IDs kubelet holds still bring the NICs and variables."""
+    d = start(env)
+    c = env.claim("old", [("nic", NODE, MLX5_0), ("nic2", NODE, MLX5_3)])
+    uid = c["metadata"]["uid"]
+    env.kubelet.prepare([c])
+    stopped_clean(d)
+    ck = json.loads(env.checkpoint.read_text())
+    for dev in ck["claims"][uid]["devices"]:
+        dev["cdi_ids"] = dev["cdi_ids"][:1]  # what the older driver recorded
+    env.checkpoint.write_text(json.dumps(ck))
+    spec = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)
+    spec.unlink()
+    d2 = start(env)
+    again = env.kubelet.prepare([c])
+    ids = [i for x in again.claims[uid].devices for i in x.cdi_device_ids]
+    assert ids == ["rdma-dp.io/claim=%s-%s" % (uid, n) for n in (MLX5_0, MLX5_3)]
+    doc = json.loads(spec.read_text())
+    assert sorted(x["name"] for x in doc["devices"]) == ["%s-%s" % (uid, n)
+                                                         for n in (MLX5_0, MLX5_3)]
+    env_top = doc["containerEdits"]["env"]
+    assert env_top[:2] == ["RDMA_DEVICE_NIC=mlx5_0:1", "RDMA_DEVICE_NIC2=mlx5_3:1"], env_top
+    assert any(v.startswith("NCCL_IB_HCA==") for v in env_top), env_top
+    env.kubelet.unprepare([c])
+    assert not spec.exists()
+    stopped_clean(d2)
