@@ -82,7 +82,7 @@ clean:
 # Fuzzing (tests/fuzz/README.md): libFuzzer targets built by clang in build-fuzz. New inputs
 # go to build-fuzz/corpus/<target>, crashes to build-fuzz/artifacts/; the checked-in seeds
 # in tests/fuzz/corpus/<target> are only read.
-FUZZ_TARGETS := cli-opt cdi-names config dra-claim goflag oci-hook grpc-frame h2-server http-request kube-response nccl-env netlink protobuf sysfs-parsers
+FUZZ_TARGETS := cli-opt cdi-names config dra-claim dra-slices goflag oci-hook grpc-frame h2-server http-request kube-response nccl-env netlink protobuf sysfs-parsers
 FUZZ_SECONDS ?= 60
 FUZZ_CHECK_SECONDS ?= 15
 # True when clang can build and link a libFuzzer target here.

@@ -97,8 +97,15 @@ type kubelet struct {
 	client *pb.DevicePluginClient
 }
 
+// running is the plugin process of the moment: die kills it, so that a failed run leaves no
+// plugin behind holding the caller's stdout.
+var running *exec.Cmd
+
 func die(format string, a ...interface{}) {
 	fmt.Fprintf(os.Stderr, "go-kubelet: "+format+"\n", a...)
+	if running != nil && running.Process != nil {
+		running.Process.Kill()
+	}
 	os.Exit(1)
 }
 
@@ -258,6 +265,7 @@ func spawn(args []string, logw io.Writer) *child {
 	if err := c.cmd.Start(); err != nil {
 		die("start %s: %v", args[0], err)
 	}
+	running = c.cmd
 	go func() {
 		sc := bufio.NewScanner(pipe)
 		sc.Buffer(make([]byte, 1<<16), 1<<20)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rdma-dp dra: the node part of the DRA driver (dra-driver.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include "daemon.h"
 #include "discovery.h"
 #include "dra-driver.h"
+#include "dra-instance.h"
+#include "dra-share.h"
 #include "dra-slices.h"
 #include "kube-client.h"
 #include "memlock.h"
@@ -31,12 +34,16 @@ int cmd_dra(int argc, char **argv)
 {
 	struct rdp_dra_options o = {.memlock = RDP_MEMLOCK_UNLIMITED,
 				    .memlock_hook = RDP_OCI_HOOK_DEFAULT_PATH};
-	const char *memlock = NULL;
+	const char *memlock = NULL, *taint = NULL, *sharing = NULL, *slots = NULL;
 	const struct cli_opt opts[] = {
 		{"node-name", 0, required_argument, "NAME", .str = &o.node_name,
 		 .help = "this node (default $NODE_NAME: the downward API)"},
 		{"driver-name", 0, required_argument, "NAME", .str = &o.driver,
 		 .help = "the driver (default " RDP_DRA_DEFAULT_DRIVER ")"},
+		{"rolling-update-uid", 0, required_argument, "UID", .str = &o.rolling_update_uid,
+		 .help = "this pod's UID (default $POD_UID: the downward API): sockets named after "
+			 "it, so that a new pod runs beside the old one during an update (the "
+			 "DaemonSet's maxSurge); \"\" for the fixed names"},
 		CLI_OPT_KUBELET_ROOT(&o.kubelet_root),
 		{"cdi-spec-dir", 0, required_argument, "DIR", .str = &o.cdi_spec_dir,
 		 .help = "where the claims' CDI specs go (default " RDP_DEFAULT_CDI_SPEC_DIR ")"},
@@ -47,6 +54,21 @@ int cmd_dra(int argc, char **argv)
 		{"memlock-hook", 0, required_argument, "PATH", .str = &o.memlock_hook,
 		 .help = "the host path of rdma-dp the specs name as that hook (default "
 			 RDP_OCI_HOOK_DEFAULT_PATH "), or none"},
+		{"port-down-taint-effect", 0, required_argument, "EFFECT", .str = &taint,
+		 .help = "the effect of the " RDP_DRA_PORT_DOWN_TAINT " taint of a device whose "
+			 "ports are all down: NoSchedule (default), NoExecute, None (shown only; "
+			 "API server 1.36+) or off"},
+		{"sharing", 0, required_argument, "claim|capacity", .str = &sharing,
+		 .help = "how pods share a NIC: claim (default: one claim, many pods; any "
+			 "1.34+ cluster) or capacity (each device allocatable to several claims, "
+			 "allowMultipleAllocations; needs DRAConsumableCapacity: on by default "
+			 "since 1.36)"},
+		{"share-slots", 0, required_argument, "N", .str = &slots,
+		 .help = "capacity: the claims one NIC takes, its \"slots\" capacity (the "
+			 "seeds' rdmaHcaMax; default 200)"},
+		{"share-bandwidth", 0, no_argument, NULL, .flag = &o.share.bandwidth,
+		 .help = "capacity: also publish \"bandwidth\" (the port's rate; a request takes "
+			 "none unless it asks)"},
 		CLI_OPT_SYSFS_ROOT(&o.sysfs_root),
 		CLI_OPT_DEV_ROOT(&o.dev_root),
 		{.help = "The API server: in a pod, the service account's (KUBERNETES_SERVICE_HOST "
@@ -87,12 +109,45 @@ int cmd_dra(int argc, char **argv)
 				"%d characters\n", o.driver, RDP_DRA_DRIVER_MAX);
 		return 2;
 	}
+	if (!o.rolling_update_uid)
+		o.rolling_update_uid = getenv("POD_UID");
+	if (o.rolling_update_uid && *o.rolling_update_uid &&
+	    !rdp_dra_instance_uid_valid(o.rolling_update_uid)) {
+		fprintf(stderr, "rdma-dp dra: --rolling-update-uid: '%s' is not a pod UID (letters, "
+				"digits and '-', at most %d)\n", o.rolling_update_uid,
+			RDP_DRA_INSTANCE_UID_MAX);
+		return 2;
+	}
 	if (o.api_server && (!o.token_file || !o.ca_file)) {
 		fprintf(stderr, "rdma-dp dra: --api-server needs --token-file and --ca-file\n");
 		return 2;
 	}
 	if (!o.api_server && (o.token_file || o.ca_file)) {
 		fprintf(stderr, "rdma-dp dra: --token-file and --ca-file go with --api-server\n");
+		return 2;
+	}
+	if (sharing && rdp_dra_sharing_parse(sharing, &o.share.sharing) < 0) {
+		fprintf(stderr, "rdma-dp dra: --sharing: '%s' is not \"claim\" or \"capacity\"\n",
+			sharing);
+		return 2;
+	}
+	if (slots) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(slots, &end, 10);
+		if (errno || end == slots || *end || slots[0] == '-' || v == 0 ||
+		    v > RDP_DRA_SHARE_SLOTS_MAX) {
+			fprintf(stderr, "rdma-dp dra: --share-slots: '%s' is not a number from 1 to "
+					"%d\n", slots, RDP_DRA_SHARE_SLOTS_MAX);
+			return 2;
+		}
+		o.share.slots = (unsigned int)v;
+	}
+	if ((slots || o.share.bandwidth) && o.share.sharing != RDP_DRA_SHARING_CAPACITY) {
+		fprintf(stderr, "rdma-dp dra: --share-slots and --share-bandwidth go with "
+				"--sharing=capacity\n");
 		return 2;
 	}
 	if (memlock && rdp_memlock_parse(memlock, &o.memlock) < 0) {
@@ -105,6 +160,11 @@ int cmd_dra(int argc, char **argv)
 	else if (o.memlock_hook && o.memlock_hook[0] != '/') {
 		fprintf(stderr, "rdma-dp dra: --memlock-hook: '%s' is not an absolute path or "
 				"\"none\"\n", o.memlock_hook);
+		return 2;
+	}
+	if (taint && rdp_dra_taint_effect_parse(taint, &o.port_down_taint) < 0) {
+		fprintf(stderr, "rdma-dp dra: --port-down-taint-effect: '%s' is not NoSchedule, "
+				"NoExecute, None or off\n", taint);
 		return 2;
 	}
 	if (o.cdi_spec_dir && o.cdi_spec_dir[0] != '/') {

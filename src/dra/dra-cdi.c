@@ -7,6 +7,7 @@
 
 #include "alloc.h"
 #include "config.h"
+#include "dra-share.h"
 #include "macro.h"
 #include "workload-env.h"
 
@@ -79,6 +80,7 @@ int rdp_cdi_claim_spec_remove_at(int dirfd, const char *uid)
 struct render {
 	size_t *dev_idx; /* host indexes of the distinct devices, in result order */
 	const struct rdp_dra_dev **devs;
+	const char **shares; /* per device: the share ID, NULL for the device whole */
 	size_t n_devs;
 	struct rdp_cdi_device *cdevs; /* the devices', then the requests' */
 	struct rdp_cdi_node **nodes; /* per device */
@@ -107,6 +109,7 @@ static void render_done(struct render *r)
 	rdp_free(r->names);
 	rdp_free(r->cdevs);
 	rdp_free(r->devs);
+	rdp_free(r->shares);
 	rdp_free(r->dev_idx);
 }
 
@@ -219,8 +222,9 @@ int rdp_cdi_claim_spec_render_env(const struct rdp_dra_inventory *inv, const cha
 		return 0;
 	r.dev_idx = rdp_calloc(n, sizeof(*r.dev_idx));
 	r.devs = rdp_calloc(n, sizeof(*r.devs));
+	r.shares = rdp_calloc(n, sizeof(*r.shares));
 	req_idx = rdp_calloc(n, sizeof(*req_idx));
-	if (!r.dev_idx || !r.devs || !req_idx)
+	if (!r.dev_idx || !r.devs || !r.shares || !req_idx)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct rdp_dra_dev *d = rdp_dra_inventory_find(inv, results[i].device);
@@ -233,7 +237,8 @@ int rdp_cdi_claim_spec_render_env(const struct rdp_dra_inventory *inv, const cha
 		if (rdp_cdi_claim_first_of_request(results, i))
 			n_reqs++;
 		for (size_t j = 0; j < r.n_devs && !seen; j++)
-			seen = r.devs[j] == d;
+			seen = r.devs[j] == d &&
+			       rdp_dra_share_same(d->name, r.shares[j], d->name, results[i].share_id);
 		if (seen)
 			continue;
 		if (rdp_dra_dev_device(inv, d)->n_char_devices == 0) {
@@ -241,6 +246,7 @@ int rdp_cdi_claim_spec_render_env(const struct rdp_dra_inventory *inv, const cha
 			goto out;
 		}
 		r.devs[r.n_devs] = d;
+		r.shares[r.n_devs] = results[i].share_id;
 		r.dev_idx[r.n_devs++] = d->host_index;
 		n_nodes += rdp_dra_dev_device(inv, d)->n_char_devices;
 	}
@@ -253,8 +259,13 @@ int rdp_cdi_claim_spec_render_env(const struct rdp_dra_inventory *inv, const cha
 		goto out;
 	for (size_t i = 0; i < r.n_devs; i++) {
 		const struct rdp_device *d = rdp_dra_dev_device(inv, r.devs[i]);
+		char part[RDP_CDI_DEVICE_NAME_MAX];
 
-		r.names[r.n_names++] = rdp_asprintf("%s-%s", uid, r.devs[i]->name);
+		if (rdp_dra_share_cdi_name(r.devs[i]->name, r.shares[i], part, sizeof(part)) < 0) {
+			k = -EINVAL;
+			goto out;
+		}
+		r.names[r.n_names++] = rdp_asprintf("%s-%s", uid, part);
 		r.nodes[i] = rdp_calloc(d->n_char_devices, sizeof(**r.nodes));
 		if (!r.names[i] || !r.nodes[i])
 			goto out;
@@ -303,8 +314,19 @@ int rdp_cdi_claim_spec_render_env(const struct rdp_dra_inventory *inv, const cha
 	if (claim_env) {
 		/* NCCL_IB_HCA, UCX_NET_DEVICES over the claim's devices, top-level with the rest */
 		char all[] = "claim";
+		size_t n_hosts = 0;
+
+		/* two shares of one device are one HCA to NCCL and UCX */
+		for (size_t i = 0; i < r.n_devs; i++) {
+			bool dup = false;
+
+			for (size_t q = 0; q < n_hosts && !dup; q++)
+				dup = req_idx[q] == r.dev_idx[i];
+			if (!dup)
+				req_idx[n_hosts++] = r.dev_idx[i];
+		}
 		res = (struct rdp_resource){.full_name = all, .env_from = RDP_ENV_FROM_ALL};
-		k = rdp_env_build(&res, inv->host, r.dev_idx, r.n_devs, RDP_ENV_GROUP_COMPUTED, &e);
+		k = rdp_env_build(&res, inv->host, req_idx, n_hosts, RDP_ENV_GROUP_COMPUTED, &e);
 		if (k < 0)
 			goto out;
 		omitted = e.omitted;

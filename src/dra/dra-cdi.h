@@ -9,6 +9,8 @@
  *   devices "<claimUID>-<deviceName>", one per distinct device of the claim's results for
  *           this driver, each with its char devices (uverbsN, umadN/issmN of its ports:
  *           rdp_device.char_devices, what an exclusive unit gets in dp-service);
+ *           a share of a device (results[].shareID, dra-share.h) is one CDI device of its
+ *           own, "<claimUID>-<deviceName>-<shareID>", with the same char devices;
  *           IDs "rdma-dp.io/claim=<claimUID>-<deviceName>" (the UID in the name defeats
  *           runtimes' spec caches, as NVIDIA's driver does);
  *           then "<claimUID>-req-<request>", one per base request in first-appearance order,

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "dra-share.h"
 #include "fileio.h"
 #include "macro.h"
 
@@ -63,6 +64,7 @@ static void device_done(struct rdp_dra_ckpt_device *d)
 	rdp_free(d->request);
 	rdp_free(d->pool);
 	rdp_free(d->device);
+	rdp_free(d->share_id);
 	for (size_t i = 0; i < d->n_cdi_ids; i++)
 		rdp_free(d->cdi_ids[i]);
 	rdp_free(d->cdi_ids);
@@ -111,6 +113,7 @@ int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra
 		const struct rdp_dra_ckpt_device *d = &src->devices[i];
 
 		if (!bounded(d->request) || !bounded(d->pool) || !bounded(d->device) ||
+		    (d->share_id && !rdp_dra_share_id_valid(d->share_id)) ||
 		    d->n_cdi_ids > RDP_DRA_CKPT_MAX_CDI_IDS)
 			return -EINVAL;
 		for (size_t k = 0; k < d->n_cdi_ids; k++)
@@ -136,7 +139,8 @@ int rdp_dra_ckpt_claim_copy(const struct rdp_dra_ckpt_claim *src, struct rdp_dra
 		d->pool = rdp_strdup(s->pool);
 		d->device = rdp_strdup(s->device);
 		d->admin_access = s->admin_access;
-		if (!d->request || !d->pool || !d->device) {
+		d->share_id = s->share_id ? rdp_strdup(s->share_id) : NULL;
+		if (!d->request || !d->pool || !d->device || (s->share_id && !d->share_id)) {
 			c.n_devices++;
 			goto nomem;
 		}
@@ -283,6 +287,9 @@ int rdp_dra_checkpoint_render(const struct rdp_dra_checkpoint *c, char **ret)
 			if (d->admin_access &&
 			    json_object_set_new(dj, "admin_access", json_true()) < 0)
 				goto nomem;
+			if (d->share_id &&
+			    json_object_set_new(dj, "share_id", json_string(d->share_id)) < 0)
+				goto nomem;
 			for (size_t j = 0; j < d->n_cdi_ids; j++)
 				if (json_array_append_new(ids, json_string(d->cdi_ids[j])) < 0)
 					goto nomem;
@@ -378,7 +385,7 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 	static const char *const claim_keys[] = {"namespace", "name", "state", "devices",
 						 "cdi_spec", NULL};
 	static const char *const dev_keys[] = {"request", "pool", "device", "cdi_ids", NULL};
-	static const char *const dev_optional[] = {"admin_access", NULL};
+	static const char *const dev_optional[] = {"admin_access", "share_id", NULL};
 	struct rdp_dra_ckpt_claim c = {0};
 	struct rdp_dra_ckpt_device *devs = NULL;
 	const char *which = "";
@@ -431,6 +438,14 @@ static int parse_claim(const char *uid, json_t *o, struct rdp_dra_ckpt_claim *re
 			goto out;
 		}
 		devs[i].admin_access = json_is_true(admin);
+		if (json_object_get(d, "share_id")) {
+			devs[i].share_id = (char *)str(d, "share_id");
+			if (!rdp_dra_share_id_valid(devs[i].share_id)) {
+				r = bad(ret_error, -EBADMSG, "claim %s: device %zu: share_id is not a "
+					"UID", uid, i);
+				goto out;
+			}
+		}
 		if (!devs[i].request || !devs[i].pool || !devs[i].device) {
 			r = bad(ret_error, -EBADMSG, "claim %s: device %zu: request, pool or device "
 				"not a string", uid, i);

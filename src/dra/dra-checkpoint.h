@@ -9,7 +9,8 @@
  *                               "devices": [{"request": "nic", "pool": "node-a",
  *                                            "device": "pci-0000-18-00-0",
  *                                            "cdi_ids": ["rdma-dp.io/claim=<uid>-pci-..."],
- *                                            "admin_access": true (only when true)}],
+ *                                            "admin_access": true (only when true),
+ *                                            "share_id": "<UID>" (only for a share)}],
  *                               "cdi_spec": "/var/run/cdi/rdma-dp.io-claim_<uid>.json"}}}
  *
  * A claim's lifecycle (rdp_dra_claim_state_next() says which steps are allowed):
@@ -66,6 +67,7 @@ struct rdp_dra_ckpt_device {
 	char **cdi_ids;
 	size_t n_cdi_ids;
 	bool admin_access; /* an admin-access result: "admin_access": true, absent when false */
+	char *share_id; /* the result's shareID (dra-share.h); NULL: the device whole */
 };
 
 struct rdp_dra_ckpt_claim {

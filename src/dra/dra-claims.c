@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "alloc.h"
+#include "dra-share.h"
 #include "macro.h"
 
 int rdp_dra_base_request(const char *request, char *buf, size_t len)
@@ -32,6 +33,7 @@ void rdp_dra_claim_done(struct rdp_dra_claim *c)
 		rdp_free(c->results[i].request);
 		rdp_free(c->results[i].pool);
 		rdp_free(c->results[i].device);
+		rdp_free(c->results[i].share_id);
 	}
 	rdp_free(c->results);
 	rdp_free(c->uid);
@@ -146,7 +148,7 @@ int rdp_dra_claim_parse(const char *body, size_t len, const struct rdp_dra_claim
 			goto nomem;
 	}
 	json_array_foreach(results, i, v) {
-		const char *driver, *req, *pool, *dev;
+		const char *driver, *req, *pool, *dev, *share;
 		json_t *admin;
 		char base[RDP_DRA_REQUEST_MAX];
 		struct rdp_dra_result *res;
@@ -173,6 +175,12 @@ int rdp_dra_claim_parse(const char *body, size_t len, const struct rdp_dra_claim
 				  "not a boolean", i);
 			goto out;
 		}
+		share = str_member(v, "shareID", RDP_DRA_SHARE_ID_MAX, &bad);
+		if (bad || (share && !rdp_dra_share_id_valid(share))) {
+			r = error(ret_error, -EBADMSG, "claim: allocation result %zu: shareID is not "
+				  "a UID", i);
+			goto out;
+		}
 		if (!req || !pool || !dev || rdp_dra_base_request(req, base, sizeof(base)) < 0) {
 			r = error(ret_error, -EBADMSG, "claim: allocation result %zu: request, pool "
 				  "or device missing", i);
@@ -193,7 +201,8 @@ int rdp_dra_claim_parse(const char *body, size_t len, const struct rdp_dra_claim
 		res->pool = rdp_strdup(pool);
 		res->device = rdp_strdup(dev);
 		res->admin_access = json_is_true(admin);
-		if (!res->request || !res->pool || !res->device)
+		res->share_id = share ? rdp_strdup(share) : NULL;
+		if (!res->request || !res->pool || !res->device || (share && !res->share_id))
 			goto nomem;
 	}
 	rdp_dra_claim_done(ret);

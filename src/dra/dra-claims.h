@@ -11,7 +11,8 @@
  *  - metadata.uid is the UID kubelet gave, else -ESTALE ("claim got replaced");
  *  - status.allocation exists, else -ENOMSG ("not allocated");
  *  - status.allocation.devices.results has at most RDP_DRA_CLAIM_MAX_RESULTS entries (-E2BIG);
- *    those whose driver is ours are taken: {request, pool, device, adminAccess}, a subrequest
+ *    those whose driver is ours are taken: {request, pool, device, adminAccess, shareID (a
+ *    share ID dra-share.h accepts, else -EBADMSG)}, a subrequest
  *    "<main>/<sub>" reduced to "<main>" (what kubelet matches against containers'
  *    resources.claims[].request); results of other drivers are skipped (a claim may mix a
  *    GPU and a NIC);
@@ -40,6 +41,9 @@ struct rdp_dra_result {
 	/* results[].adminAccess (DRAAdminAccess, GA in 1.36): the device is shared with the
 	 * claims that use it; an admin claim neither blocks nor is blocked by them */
 	bool admin_access;
+	/* results[].shareID (DRAConsumableCapacity): this allocation's share of a device
+	 * published with allowMultipleAllocations; NULL for a device allocated whole */
+	char *share_id;
 };
 
 struct rdp_dra_claim {

@@ -15,6 +15,7 @@
 #include "discovery.h"
 #include "dra-claims.h"
 #include "dra-health.h"
+#include "dra-instance.h"
 #include "dra-prepare.h"
 #include "dra-slices.h"
 #include "event.h"
@@ -90,6 +91,12 @@ struct driver {
 	/* Device health for kubelet's NodeWatchResources streams, and their resend timer. */
 	struct rdp_dra_health_server *health;
 	struct rdp_event_source *health_timer;
+	/* Taints: the list after writes verifies them; the API server dropped them. */
+	bool verify;
+	bool taints_dropped;
+	unsigned int rewrites; /* write rounds in a row that the read-back did not confirm */
+	/* --sharing=capacity, but the API server dropped allowMultipleAllocations: as claim */
+	bool share_dropped;
 };
 
 static void slices_set_state(struct driver *d, enum slice_state s)
@@ -176,6 +183,7 @@ static void slices_next_write(struct driver *d)
 	if (d->next_write == d->n_writes) {
 		writes_clear(d);
 		/* Read back what the API server holds now: it must be what we wanted. */
+		d->verify = true;
 		slices_list(d);
 		return;
 	}
@@ -203,29 +211,77 @@ static int add_write(struct driver *d, enum rdp_kube_method m, const char *path,
 	return 0;
 }
 
+/*
+ * The read-back after writes differs from what was written. Without taints it would not:
+ * the API server drops them (DRADeviceTaints off): go on without (*desired, *sync replaced).
+ * Otherwise count the round; the third in a row is a failure (-EPROTO).
+ */
+static int slices_unconfirmed(struct driver *d, json_t *items, struct rdp_dra_node *node,
+			      json_t **desired, struct rdp_dra_sync *sync)
+{
+	struct rdp_dra_sync plain;
+	json_t *without = NULL;
+	int k;
+
+	if (node->port_down_taint != RDP_DRA_TAINT_OFF) {
+		node->port_down_taint = RDP_DRA_TAINT_OFF;
+		k = rdp_dra_slices_build(node, &d->inv, 1, &without);
+		if (k >= 0)
+			k = rdp_dra_slices_compare(items, without, &plain);
+		if (k >= 0 && plain.action == RDP_DRA_SYNC_UNCHANGED &&
+		    !json_equal(without, *desired)) {
+			rdp_log(RDP_LOG_WARNING, "taints-dropped", "driver=%s msg=%s", d->o->driver,
+				rdp_log_q("the API server dropped the device taints written "
+					  "(DRADeviceTaints off): publishing without them until "
+					  "restarted"));
+			d->taints_dropped = true;
+			json_decref(*desired);
+			*desired = without;
+			*sync = plain;
+			return 0;
+		}
+		json_decref(without);
+		if (k < 0)
+			return k;
+	}
+	/* not reset by the failure: after the backoff, one round per retry */
+	return ++d->rewrites >= 3 ? -EPROTO : 0;
+}
+
 /* The list came back: compare, and plan the writes. */
 static void slices_listed(struct driver *d, json_t *list)
 {
 	json_t *items = json_is_object(list) ? json_object_get(list, "items") : NULL;
 	struct rdp_dra_node node = {.driver = d->o->driver, .node_name = d->o->node_name,
-				    .node_uid = d->node_uid};
+				    .node_uid = d->node_uid,
+				    .port_down_taint = d->taints_dropped ? RDP_DRA_TAINT_OFF
+									 : d->o->port_down_taint};
 	struct rdp_dra_sync sync;
 	json_t *desired = NULL, *x;
+	bool verify = d->verify;
 	size_t i;
 	int k;
 
+	d->verify = false;
 	if (items && !json_is_array(items) && !json_is_null(items)) {
 		slices_fail(d, "list", "the list of ResourceSlices has no items array");
 		return;
 	}
 	k = rdp_dra_slices_build(&node, &d->inv, 1, &desired);
+	if (k >= 0 && !d->share_dropped)
+		k = rdp_dra_share_slices(desired, &d->o->share);
 	if (k >= 0)
 		k = rdp_dra_slices_compare(json_is_array(items) ? items : NULL, desired, &sync);
+	if (k >= 0 && verify && sync.action != RDP_DRA_SYNC_UNCHANGED)
+		k = slices_unconfirmed(d, json_is_array(items) ? items : NULL, &node, &desired,
+				       &sync);
 	if (k >= 0)
 		k = rdp_dra_slices_set_generation(desired, sync.generation);
 	if (k < 0) {
 		json_decref(desired);
-		slices_fail(d, "compare", strerror(-k));
+		slices_fail(d, k == -EPROTO ? "verify" : "compare",
+			    k == -EPROTO ? "the API server does not keep the slices as written"
+					 : strerror(-k));
 		return;
 	}
 	json_decref(d->desired);
@@ -234,6 +290,7 @@ static void slices_listed(struct driver *d, json_t *list)
 	writes_clear(d);
 	switch (sync.action) {
 	case RDP_DRA_SYNC_UNCHANGED:
+		d->rewrites = 0;
 		d->backoff_usec = 0;
 		if (d->failures || d->last_error[0])
 			rdp_log(RDP_LOG_INFO, "slices-recovered", "after=%u", d->failures);
@@ -241,10 +298,18 @@ static void slices_listed(struct driver *d, json_t *list)
 		d->last_error[0] = '\0';
 		slices_set_state(d, SLICES_IDLE);
 		if (d->sync_why) {
+			size_t tainted = 0, j;
+			json_t *dev;
+
+			json_array_foreach(desired, i, x)
+				json_array_foreach(json_object_get(json_object_get(x, "spec"), "devices"),
+						   j, dev)
+					tainted += json_array_size(json_object_get(dev, "taints")) > 0;
 			rdp_log(RDP_LOG_INFO, "slices-published",
-				"driver=%s pool=%s generation=%lld slices=%zu devices=%zu why=%s",
-				d->o->driver, d->o->node_name, d->generation,
-				json_array_size(desired), d->inv.n_devs, rdp_log_q(d->sync_why));
+				"driver=%s pool=%s generation=%lld slices=%zu devices=%zu tainted=%zu "
+				"why=%s", d->o->driver, d->o->node_name, d->generation,
+				json_array_size(desired), d->inv.n_devs, tainted,
+				rdp_log_q(d->sync_why));
 			rdp_free(d->sync_why);
 			d->sync_why = NULL;
 		}
@@ -356,6 +421,15 @@ static void slices_job_done(struct rdp_kube_job *job, void *userdata)
 			}
 			slices_fail(d, rdp_kube_method_name(w->method), err);
 			return;
+		}
+		if (w->method != RDP_KUBE_DELETE && !d->share_dropped &&
+		    d->o->share.sharing == RDP_DRA_SHARING_CAPACITY &&
+		    rdp_dra_share_dropped(job->json)) {
+			rdp_log(RDP_LOG_WARNING, "sharing-unsupported",
+				"msg=%s", rdp_log_q("the API server dropped allowMultipleAllocations "
+						    "(DRAConsumableCapacity off: Kubernetes < 1.36?); "
+						    "publishing devices for one claim each"));
+			d->share_dropped = true;
 		}
 		d->next_write++;
 		slices_next_write(d);
@@ -624,6 +698,42 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/*
+ * This instance's sockets (dra-instance.h): <driver>[-<uid>]-reg.sock and dra[-<uid>].sock.
+ * With a UID, the sockets of instances that are gone (killed before they could remove them)
+ * are removed: kubelet would try them forever.
+ */
+static int instance_paths(struct driver *d)
+{
+	const struct rdp_dra_options *o = d->o;
+	char reg[320], dra[128];
+	int k = rdp_dra_reg_socket_name(o->driver, o->rolling_update_uid, reg, sizeof(reg));
+
+	if (k >= 0)
+		k = rdp_dra_service_socket_name(o->rolling_update_uid, dra, sizeof(dra));
+	if (k < 0)
+		return k;
+	d->reg_path = rdp_asprintf("%s/plugins_registry/%s", o->kubelet_root, reg);
+	d->dra_dir = rdp_asprintf("%s/plugins/%s", o->kubelet_root, o->driver);
+	d->dra_path = rdp_asprintf("%s/plugins/%s/%s", o->kubelet_root, o->driver, dra);
+	if (!d->reg_path || !d->dra_dir || !d->dra_path)
+		return -ENOMEM;
+	if (o->rolling_update_uid && *o->rolling_update_uid) {
+		_cleanup_free_ char *regdir = rdp_asprintf("%s/plugins_registry", o->kubelet_root);
+		_cleanup_free_ char *prefix = rdp_asprintf("%s-", o->driver);
+		int a, b;
+
+		if (!regdir || !prefix)
+			return -ENOMEM;
+		a = rdp_dra_remove_stale_sockets(regdir, prefix, "-reg.sock", reg);
+		b = rdp_dra_remove_stale_sockets(d->dra_dir, "dra", ".sock", dra);
+		rdp_log(RDP_LOG_INFO, "rolling-update", "uid=%s registration=%s endpoint=%s "
+			"stale_removed=%d", o->rolling_update_uid, reg, dra,
+			(a > 0 ? a : 0) + (b > 0 ? b : 0));
+	}
+	return 0;
+}
+
 static int setup(struct rdp_event *e, void *userdata)
 {
 	struct driver *d = userdata;
@@ -631,9 +741,9 @@ static int setup(struct rdp_event *e, void *userdata)
 	char *err = NULL;
 	int k;
 
-	d->reg_path = rdp_asprintf("%s/plugins_registry/%s-reg.sock", o->kubelet_root, o->driver);
-	d->dra_dir = rdp_asprintf("%s/plugins/%s", o->kubelet_root, o->driver);
-	d->dra_path = rdp_asprintf("%s/plugins/%s/dra.sock", o->kubelet_root, o->driver);
+	k = instance_paths(d);
+	if (k < 0)
+		return k;
 	d->checkpoint_path = rdp_asprintf("%s/plugins/%s/checkpoint.json", o->kubelet_root,
 					  o->driver);
 	if (!d->reg_path || !d->dra_dir || !d->dra_path || !d->checkpoint_path)
@@ -643,6 +753,10 @@ static int setup(struct rdp_event *e, void *userdata)
 		RDP_VERSION, o->driver, o->node_name, rdp_log_q(o->kubelet_root),
 		rdp_log_q(o->sysfs_root), rdp_log_q(o->dev_root), rdp_log_q(o->cdi_spec_dir),
 		rdp_log_q(o->api_server ? o->api_server : "in-cluster"));
+	if (o->share.sharing == RDP_DRA_SHARING_CAPACITY)
+		rdp_log(RDP_LOG_INFO, "sharing", "mode=capacity slots=%u bandwidth=%s",
+			o->share.slots ? o->share.slots : RDP_DRA_SHARE_SLOTS_DEFAULT,
+			o->share.bandwidth ? "yes" : "no");
 	if (o->api_server)
 		k = rdp_kube_config_explicit(o->api_server, o->token_file, o->ca_file,
 					     o->api_server_name, &d->kcfg, &err);

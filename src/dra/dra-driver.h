@@ -14,13 +14,26 @@
  * with kubelet (kubelet wipes the node's slices at its start, and 30 s after the driver is
  * unreachable), and checked every RDP_DRA_RESYNC_USEC against what the API server holds (a
  * wipe meanwhile is repaired within that time). API-server failures back off (1 s doubling to
- * 30 s) without touching kubelet's calls.
+ * 30 s) without touching kubelet's calls. A port state change is a change of the offered
+ * devices (their health, hence their port-down taint). After its writes a sync reads the
+ * pool back: an API server that drops the taints (DRADeviceTaints off, 1.33-1.35) makes the
+ * driver publish without them until it restarts (logged once); any other difference left
+ * after three write rounds in a row backs off as a failure, so a server that changes what it
+ * is given never gets a write loop.
+ *
+ * Sockets: <driver>-reg.sock and dra.sock, or with rolling_update_uid (the pod's UID)
+ * <driver>-<uid>-reg.sock and dra-<uid>.sock, so that two instances run side by side
+ * (dra-instance.h); an instance never deletes the pool when it leaves (kubelet wipes it 30 s
+ * after the last one is gone).
  *
  * This is wiring: it logs, one key=value line per event (log.h).
  */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "dra-slices.h"
+#include "dra-share.h"
 
 #define RDP_DRA_RESYNC_USEC (10 * 1000 * 1000ULL)
 #define RDP_DRA_RESCAN_USEC (60 * 1000 * 1000ULL)
@@ -49,7 +62,13 @@ struct rdp_dra_options {
 	const char *ca_file;
 	const char *api_server_name; /* the name its certificate carries; NULL: the default */
 	const char *sa_root;       /* tests: a root for the in-cluster service-account files */
+	/* The pod's UID: per-instance sockets, so that two run side by side (dra-instance.h);
+	 * NULL or "": the fixed names. */
+	const char *rolling_update_uid;
 	bool verbose;
+	/* The taint of a device whose ports are all down (dra-slices.h); zero: NoSchedule. */
+	enum rdp_dra_taint_effect port_down_taint;
+	struct rdp_dra_share_options share; /* --sharing, --share-slots, --share-bandwidth */
 };
 
 /* Runs until SIGTERM/SIGINT. Returns the process exit code: 0, or 1 when it cannot start. */

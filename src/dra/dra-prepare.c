@@ -12,7 +12,9 @@
 #include "dra-cdi.h"
 #include "dra-checkpoint.h"
 #include "dra-claims.h"
+#include "dra-instance.h"
 #include "dra-driver.h"
+#include "dra-share.h"
 #include "dra-slices.h"
 #include "dra.pb-c.h"
 #include "grpc.h"
@@ -72,6 +74,7 @@ struct rdp_dra_prepare {
 	bool verbose;
 	const struct rdp_dra_inventory *inv;
 	int plugin_dirfd;
+	int lock_fd;               /* serialize.lock (dra-instance.h) */
 	struct rdp_dra_checkpoint ckpt;
 	struct pcall *calls;       /* waiting for the API server */
 	struct pclaim *inflight;   /* their claims being read */
@@ -87,6 +90,38 @@ static int save(struct rdp_dra_prepare *p)
 	return k;
 }
 
+/*
+ * A step that reads or writes the checkpoint or the specs: under the lock between instances
+ * (dra-instance.h), with the checkpoint as the other instance may have left it. Synchronous
+ * only: no API call runs between begin and end.
+ */
+static void shared_begin(struct rdp_dra_prepare *p)
+{
+	struct rdp_dra_checkpoint fresh = {0};
+	char *err = NULL;
+	int k = rdp_dra_lock_take(p->lock_fd);
+
+	if (k < 0)
+		rdp_log(RDP_LOG_ERROR, "lock-failed", "dir=%s error=%s", rdp_log_q(p->plugin_dir),
+			rdp_log_errno(k));
+	k = rdp_dra_checkpoint_load_at(p->plugin_dirfd, &fresh, &err);
+	if (k < 0) {
+		/* ours stays; the next save replaces the file */
+		rdp_log(RDP_LOG_ERROR, "checkpoint-reload-failed", "dir=%s error=%s msg=%s",
+			rdp_log_q(p->plugin_dir), rdp_log_errno(k), rdp_log_q(err ? err : ""));
+		rdp_free(err);
+		rdp_dra_checkpoint_done(&fresh);
+		return;
+	}
+	rdp_dra_checkpoint_done(&p->ckpt);
+	p->ckpt = fresh;
+}
+
+static void shared_end(struct rdp_dra_prepare *p)
+{
+	rdp_dra_lock_release(p->lock_fd);
+}
+
 /* The CDI IDs and requests of a claim's devices, from the parse (results in order). */
 static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 			       struct rdp_dra_ckpt_claim *a)
@@ -96,15 +131,23 @@ static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n_results; i++) {
 		struct rdp_dra_ckpt_device *d = &a->devices[a->n_devices++];
-		char id[RDP_CDI_DEVICE_NAME_MAX + 128];
-		int k = rdp_cdi_claim_device_id(uid, c->results[i].device, id, sizeof(id));
+		char id[RDP_CDI_DEVICE_NAME_MAX + 128], name[RDP_CDI_DEVICE_NAME_MAX];
+		int k = rdp_dra_share_cdi_name(c->results[i].device, c->results[i].share_id, name,
+					       sizeof(name));
 
+		if (k >= 0)
+			k = rdp_cdi_claim_device_id(uid, name, id, sizeof(id));
 		if (k < 0)
 			return k;
 		d->request = rdp_strdup(c->results[i].request);
 		d->pool = rdp_strdup(c->results[i].pool);
 		d->device = rdp_strdup(c->results[i].device);
 		d->admin_access = c->results[i].admin_access;
+		if (c->results[i].share_id) {
+			d->share_id = rdp_strdup(c->results[i].share_id);
+			if (!d->share_id)
+				return -ENOMEM;
+		}
 		d->cdi_ids = rdp_calloc(2, sizeof(*d->cdi_ids));
 		if (d->cdi_ids)
 			d->cdi_ids[d->n_cdi_ids++] = rdp_strdup(id);
@@ -143,7 +186,8 @@ static int results_from_ckpt(const struct rdp_dra_ckpt_claim *c, struct rdp_dra_
 		r[i] = (struct rdp_dra_result){.request = c->devices[i].request,
 					       .pool = c->devices[i].pool,
 					       .device = c->devices[i].device,
-					       .admin_access = c->devices[i].admin_access};
+					       .admin_access = c->devices[i].admin_access,
+					       .share_id = c->devices[i].share_id};
 	*ret = r;
 	return 0;
 }
@@ -184,10 +228,20 @@ static int write_spec(struct rdp_dra_prepare *p, const char *uid,
 }
 
 /*
- * Another claim that holds one of these devices, or NULL. An admin-access result on either
- * side holds nothing: the scheduler gives a device in use to an admin claim (monitoring), and
- * the device stays free for workload claims while an admin claim has it.
+ * Two results of two claims may use one device at once: an admin-access result on either
+ * side holds nothing (the scheduler gives a device in use to an admin claim, monitoring, and
+ * the device stays free for workload claims while an admin claim has it); two shares
+ * (consumable capacity: both with a share ID, different ones) are what the scheduler counted
+ * against the device's capacity.
  */
+static bool coexist(const struct rdp_dra_ckpt_device *o, const struct rdp_dra_result *r)
+{
+	if (o->admin_access || r->admin_access)
+		return true;
+	return o->share_id && r->share_id && strcmp(o->share_id, r->share_id) != 0;
+}
+
+/* Another claim that holds one of these devices (coexist() says when not), or NULL. */
 static const struct rdp_dra_ckpt_claim *holder(const struct rdp_dra_prepare *p, const char *uid,
 					       const struct rdp_dra_claim *c, const char **dev)
 {
@@ -198,7 +252,7 @@ static const struct rdp_dra_ckpt_claim *holder(const struct rdp_dra_prepare *p, 
 			continue;
 		for (size_t j = 0; j < o->n_devices; j++)
 			for (size_t k = 0; k < c->n_results; k++)
-				if (!o->devices[j].admin_access && !c->results[k].admin_access &&
+				if (!coexist(&o->devices[j], &c->results[k]) &&
 				    strcmp(o->devices[j].device, c->results[k].device) == 0) {
 					*dev = c->results[k].device;
 					return o;
@@ -364,6 +418,8 @@ static void pcall_reply(struct pcall *c)
 			pd->device_name = d->device;
 			pd->n_cdi_device_ids = d->n_cdi_ids;
 			pd->cdi_device_ids = d->cdi_ids;
+			if (d->share_id)
+				pd->share_id = d->share_id;
 			dptr[di++] = pd;
 			o->n_devices++;
 		}
@@ -425,7 +481,9 @@ static void on_claim_read(struct rdp_kube_job *job, void *userdata)
 					    cl->namespace, cl->name, job->resp.status,
 					    msg ? ": " : "", msg ? msg : ""));
 	} else {
+		shared_begin(p);
 		prepare_claim(p, cl, job->resp.body, job->resp.body_len);
+		shared_end(p);
 	}
 	rdp_kube_job_done(job);
 	c->outstanding--;
@@ -504,6 +562,7 @@ static void do_prepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, co
 	c->call = call;
 	c->id = rdp_grpc_call_id(call);
 	c->n_claims = m->n_claims;
+	shared_begin(p);
 	for (size_t i = 0; i < m->n_claims; i++) {
 		struct pclaim *cl = &c->claims[i];
 		const PbClaim *pc = m->claims[i];
@@ -549,6 +608,7 @@ static void do_prepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, co
 		p->inflight = cl;
 		c->outstanding++;
 	}
+	shared_end(p);
 	if (c->outstanding == 0) {
 		pcall_reply(c);
 		return;
@@ -591,6 +651,7 @@ static void do_unprepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, 
 		return;
 	}
 	dirfd = rdp_cdi_open_dir(p->cdi_dir, false);
+	shared_begin(p);
 	for (size_t i = 0; i < n; i++) {
 		const PbClaim *pc = m->claims[i];
 		const char *uid = pc && pc->uid ? pc->uid : "";
@@ -643,6 +704,7 @@ static void do_unprepare(struct rdp_dra_prepare *p, struct rdp_grpc_call *call, 
 				known);
 		}
 	}
+	shared_end(p);
 	if (dirfd >= 0)
 		close(dirfd);
 	resp.n_claims = n;
@@ -686,6 +748,7 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 	if (!p)
 		return -ENOMEM;
 	p->plugin_dirfd = -1;
+	p->lock_fd = -1;
 	p->driver = rdp_strdup(o->driver);
 	p->pool = rdp_strdup(o->pool);
 	p->cdi_dir = rdp_strdup(o->cdi_spec_dir);
@@ -715,6 +778,14 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 		rdp_dra_prepare_free(p);
 		return k;
 	}
+	p->lock_fd = rdp_dra_lock_open_at(p->plugin_dirfd);
+	if (p->lock_fd < 0) {
+		k = p->lock_fd;
+		rdp_dra_prepare_free(p);
+		return k;
+	}
+	/* Under the lock: another instance may be writing it (dra-instance.h). */
+	(void)rdp_dra_lock_take(p->lock_fd);
 	k = rdp_dra_checkpoint_load_at(p->plugin_dirfd, &p->ckpt, &err);
 	if (k == -EBADMSG || k == -E2BIG) {
 		rdp_log(RDP_LOG_ERROR, "checkpoint-corrupt", "dir=%s error=%s msg=%s",
@@ -724,6 +795,7 @@ int rdp_dra_prepare_new(const struct rdp_dra_prepare_options *o,
 		(void)rdp_dra_checkpoint_set_aside_at(p->plugin_dirfd);
 		k = 0;
 	}
+	rdp_dra_lock_release(p->lock_fd);
 	rdp_free(err);
 	if (k < 0) {
 		rdp_dra_prepare_free(p);
@@ -752,6 +824,8 @@ struct rdp_dra_prepare *rdp_dra_prepare_free(struct rdp_dra_prepare *p)
 	rdp_dra_checkpoint_done(&p->ckpt);
 	if (p->plugin_dirfd >= 0)
 		close(p->plugin_dirfd);
+	if (p->lock_fd >= 0)
+		close(p->lock_fd);
 	rdp_free(p->driver);
 	rdp_free(p->pool);
 	rdp_free(p->cdi_dir);

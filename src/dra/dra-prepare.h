@@ -20,7 +20,9 @@
  *
  * The checkpoint is written after every change (dra-checkpoint.h: atomic), so a driver
  * restarted at any point answers kubelet's repeated calls without losing or duplicating a
- * claim.
+ * claim. Every step that reads or writes it (never an API read) runs under the flock of
+ * serialize.lock and re-reads it first: a second instance during a rolling update shares it
+ * (dra-instance.h).
  *
  * Wiring of the daemon: it logs, one line per claim event.
  */

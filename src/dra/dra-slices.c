@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "dra-health.h"
 #include "macro.h"
 #include "topology.h"
 
@@ -296,6 +297,51 @@ fail:
 	return NULL;
 }
 
+/* ---- taints ---- */
+
+static const char *const effect_names[] = {
+	[RDP_DRA_TAINT_NO_SCHEDULE] = "NoSchedule",
+	[RDP_DRA_TAINT_NO_EXECUTE] = "NoExecute",
+	[RDP_DRA_TAINT_NONE] = "None",
+	[RDP_DRA_TAINT_OFF] = "off",
+};
+
+const char *rdp_dra_taint_effect_name(enum rdp_dra_taint_effect e)
+{
+	return (size_t)e < ARRAY_SIZE(effect_names) ? effect_names[e] : "unknown";
+}
+
+int rdp_dra_taint_effect_parse(const char *s, enum rdp_dra_taint_effect *ret)
+{
+	for (size_t i = 0; s && i < ARRAY_SIZE(effect_names); i++)
+		if (strcmp(s, effect_names[i]) == 0) {
+			*ret = (enum rdp_dra_taint_effect)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int rdp_dra_device_set_taints(json_t *dev, const struct rdp_device *d, const char *driver,
+			      enum rdp_dra_taint_effect effect)
+{
+	struct rdp_dra_health h;
+	char key[RDP_DRA_DRIVER_MAX + sizeof("/" RDP_DRA_PORT_DOWN_TAINT)];
+	json_t *taints;
+
+	json_object_del(dev, "taints");
+	if (effect == RDP_DRA_TAINT_OFF || (size_t)effect >= ARRAY_SIZE(effect_names))
+		return 0;
+	/* the ports' verdict is the health stream's: one rule for kubelet and the scheduler */
+	rdp_dra_health_of(d, &h);
+	if (h.status != RDP_DRA_HEALTH_UNHEALTHY)
+		return 0;
+	snprintf(key, sizeof(key), "%s/%s", driver, RDP_DRA_PORT_DOWN_TAINT);
+	taints = json_pack("[{s:s, s:s}]", "key", key, "effect", effect_names[effect]);
+	if (!taints || json_object_set_new(dev, "taints", taints) < 0)
+		return -ENOMEM;
+	return 1;
+}
+
 /* ---- slices ---- */
 
 int rdp_dra_slice_generate_name(const char *node_name, const char *driver, size_t index,
@@ -347,19 +393,38 @@ static json_t *slice_new(const struct rdp_dra_node *n, long long generation, siz
 int rdp_dra_slices_build(const struct rdp_dra_node *n, const struct rdp_dra_inventory *inv,
 			 long long generation, json_t **ret)
 {
-	size_t count, off = 0;
-	json_t *arr;
+	size_t count, off = 0, max = RDP_DRA_SLICE_MAX_DEVICES;
+	json_t *arr = NULL, *all;
+	bool tainted = false;
 
 	if (!n->driver || !rdp_dra_dns_subdomain(n->driver, RDP_DRA_DRIVER_MAX) ||
 	    !n->node_name || !rdp_dra_dns_subdomain(n->node_name, RDP_DRA_NODE_NAME_MAX) ||
 	    !n->node_uid || !n->node_uid[0] || generation < 0)
 		return -EINVAL;
-	count = (inv->n_devs + RDP_DRA_SLICE_MAX_DEVICES - 1) / RDP_DRA_SLICE_MAX_DEVICES;
+	/* the devices first: a taint lowers the slice size */
+	all = json_array();
+	if (!all)
+		return -ENOMEM;
+	for (size_t i = 0; i < inv->n_devs; i++) {
+		json_t *d = rdp_dra_device_json(inv, &inv->devs[i], n->driver);
+		int k;
+
+		if (!d || json_array_append_new(all, d) < 0)
+			goto nomem;
+		k = rdp_dra_device_set_taints(d, rdp_dra_dev_device(inv, &inv->devs[i]), n->driver,
+					      n->port_down_taint);
+		if (k < 0)
+			goto nomem;
+		tainted = tainted || k > 0;
+	}
+	if (tainted)
+		max = RDP_DRA_SLICE_MAX_DEVICES_TAINTED;
+	count = (inv->n_devs + max - 1) / max;
 	if (count == 0)
 		count = 1;
 	arr = json_array();
 	if (!arr)
-		return -ENOMEM;
+		goto nomem;
 	for (size_t i = 0; i < count; i++) {
 		size_t k = inv->n_devs / count + (i < inv->n_devs % count);
 		json_t *s = slice_new(n, generation, count, i), *devs;
@@ -367,16 +432,15 @@ int rdp_dra_slices_build(const struct rdp_dra_node *n, const struct rdp_dra_inve
 		if (!s || json_array_append_new(arr, s) < 0)
 			goto nomem;
 		devs = json_object_get(json_object_get(s, "spec"), "devices");
-		for (size_t j = 0; j < k; j++, off++) {
-			json_t *d = rdp_dra_device_json(inv, &inv->devs[off], n->driver);
-
-			if (!d || json_array_append_new(devs, d) < 0)
+		for (size_t j = 0; j < k; j++, off++)
+			if (json_array_append(devs, json_array_get(all, off)) < 0)
 				goto nomem;
-		}
 	}
+	json_decref(all);
 	*ret = arr;
 	return 0;
 nomem:
+	json_decref(all);
 	json_decref(arr);
 	return -ENOMEM;
 }
@@ -553,6 +617,68 @@ static void qualify(const char *name, const char *driver, char *buf, size_t len)
 		snprintf(buf, len, "%s/%s", driver, name);
 }
 
+/* A label value: at most 63 of [A-Za-z0-9_.-], alphanumeric first and last (empty: true). */
+static bool label_value(const char *s, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alnum = is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+
+		if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.')))
+			return false;
+	}
+	return true;
+}
+
+/* A label key (a taint's): [DNS subdomain <= 253 "/"] name, the name a non-empty label value. */
+static bool label_key(const char *s)
+{
+	const char *slash = strchr(s, '/');
+
+	if (!slash)
+		return s[0] && label_value(s, strlen(s));
+	return subdomain_n(s, (size_t)(slash - s), 253) && slash[1] &&
+	       label_value(slash + 1, strlen(slash + 1));
+}
+
+static int check_taints(json_t *taints, size_t i, char *err, size_t len)
+{
+	json_t *t;
+	size_t k;
+
+	if (!json_is_array(taints))
+		return fail(err, len, "spec.devices[%zu].taints: not an array", i);
+	if (json_array_size(taints) > RDP_DRA_MAX_TAINTS)
+		return fail(err, len, "spec.devices[%zu].taints: %zu taints, at most %d", i,
+			    json_array_size(taints), RDP_DRA_MAX_TAINTS);
+	json_array_foreach(taints, k, t) {
+		const char *key = json_string_value(json_object_get(t, "key"));
+		const char *effect = json_string_value(json_object_get(t, "effect"));
+		json_t *value = json_object_get(t, "value"), *added = json_object_get(t, "timeAdded");
+
+		if (!key || !label_key(key))
+			return fail(err, len, "spec.devices[%zu].taints[%zu].key: not a label key",
+				    i, k);
+		if (value && (!json_is_string(value) ||
+			      !label_value(json_string_value(value),
+					   strlen(json_string_value(value)))))
+			return fail(err, len, "spec.devices[%zu].taints[%zu].value: not a label value",
+				    i, k);
+		if (!effect || (strcmp(effect, "NoSchedule") && strcmp(effect, "NoExecute") &&
+				strcmp(effect, "None")))
+			return fail(err, len, "spec.devices[%zu].taints[%zu].effect: not NoSchedule, "
+				    "NoExecute or None", i, k);
+		if (added && !json_is_string(added) && !json_is_null(added))
+			return fail(err, len, "spec.devices[%zu].taints[%zu].timeAdded: not a time",
+				    i, k);
+	}
+	return 0;
+}
+
 static int check_device(json_t *d, size_t i, const char *driver, char *err, size_t len)
 {
 	json_t *name = json_object_get(d, "name"), *attrs, *cap, *v;
@@ -572,6 +698,12 @@ static int check_device(json_t *d, size_t i, const char *driver, char *err, size
 		return fail(err, len, "spec.devices[%zu].attributes: not an object", i);
 	if (cap && !json_is_object(cap))
 		return fail(err, len, "spec.devices[%zu].capacity: not an object", i);
+	if (json_object_get(d, "taints")) {
+		int r = check_taints(json_object_get(d, "taints"), i, err, len);
+
+		if (r < 0)
+			return r;
+	}
 	n = json_object_size(attrs) + json_object_size(cap);
 	if (n > RDP_DRA_MAX_ATTRIBUTES)
 		return fail(err, len, "spec.devices[%zu]: %zu attributes and capacities, at most %d",
@@ -714,6 +846,11 @@ int rdp_dra_slice_check(json_t *slice, char *err, size_t len)
 	if (json_array_size(devs) > RDP_DRA_SLICE_MAX_DEVICES)
 		return fail(err, len, "spec.devices: %zu devices, at most %d",
 			    json_array_size(devs), RDP_DRA_SLICE_MAX_DEVICES);
+	json_array_foreach(devs, i, v)
+		if (json_array_size(json_object_get(v, "taints")) &&
+		    json_array_size(devs) > RDP_DRA_SLICE_MAX_DEVICES_TAINTED)
+			return fail(err, len, "spec.devices: %zu devices, at most %d with taints",
+				    json_array_size(devs), RDP_DRA_SLICE_MAX_DEVICES_TAINTED);
 	json_array_foreach(devs, i, v) {
 		int r = check_device(v, i, driver, err, len);
 
@@ -762,13 +899,201 @@ static bool same_frame(json_t *found, json_t *want)
 			  json_object_get(json_object_get(want, "metadata"), "ownerReferences"));
 }
 
+/* Quantities: exact amounts in nano units (the API keeps nano precision). */
+__extension__ typedef __int128 i128;
+
+static bool quantity_nano(const char *s, i128 *ret)
+{
+	static const struct {
+		const char *suffix;
+		int e10, e2;
+	} sfx[] = {{"", 0, 0},   {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"k", 3, 0},
+		   {"M", 6, 0},  {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
+		   {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50},
+		   {"Ei", 0, 60}};
+	const i128 lim = (i128)1 << 120;
+	const char *p = s;
+	bool digits = false, dot = false, known = false;
+	int frac = 0, e10, e2 = 0, sign = 1;
+	i128 v = 0;
+
+	if (*p == '+' || *p == '-')
+		sign = *p++ == '-' ? -1 : 1;
+	for (; is_digit(*p) || (*p == '.' && !dot); p++) {
+		if (*p == '.') {
+			dot = true;
+			continue;
+		}
+		if (v > lim / 10)
+			return false;
+		v = v * 10 + (*p - '0');
+		digits = true;
+		frac += dot;
+	}
+	if (!digits)
+		return false;
+	e10 = 9 - frac;
+	if ((*p == 'e' || *p == 'E') && (is_digit(p[1]) || p[1] == '+' || p[1] == '-')) {
+		char *end;
+		long x;
+
+		errno = 0;
+		x = strtol(p + 1, &end, 10);
+		if (errno || *end || end == p + 1 || x < -40 || x > 40)
+			return false;
+		e10 += (int)x;
+		known = true;
+	} else {
+		for (size_t i = 0; i < ARRAY_SIZE(sfx) && !known; i++)
+			if (strcmp(p, sfx[i].suffix) == 0) {
+				e10 += sfx[i].e10;
+				e2 = sfx[i].e2;
+				known = true;
+			}
+	}
+	if (!known)
+		return false;
+	for (; e10 > 0; e10--) {
+		if (v > lim / 10)
+			return false;
+		v *= 10;
+	}
+	for (; e10 < 0; e10++) {
+		if (v % 10)
+			return false; /* finer than nano */
+		v /= 10;
+	}
+	if (v > (lim >> e2))
+		return false;
+	*ret = sign * (v << e2);
+	return true;
+}
+
+bool rdp_dra_quantity_equal(const char *a, const char *b)
+{
+	i128 x, y;
+
+	if (!a || !b)
+		return a == b;
+	if (strcmp(a, b) == 0)
+		return true;
+	return quantity_nano(a, &x) && quantity_nano(b, &y) && x == y;
+}
+
+static bool is_empty(json_t *v)
+{
+	return !v || json_is_null(v) || json_is_false(v) ||
+	       (json_is_array(v) && json_array_size(v) == 0) ||
+	       (json_is_object(v) && json_object_size(v) == 0) ||
+	       (json_is_string(v) && !json_string_value(v)[0]) ||
+	       (json_is_integer(v) && json_integer_value(v) == 0);
+}
+
+/* found holds what want says (found-only keys ignored); quantities compared as amounts. */
+static bool owned_value(json_t *found, json_t *want, bool quantities, int depth)
+{
+	const char *key;
+	json_t *w;
+	size_t i;
+
+	if (depth > 16)
+		return json_equal(found, want);
+	if (json_is_object(want)) {
+		if (!json_is_object(found))
+			return false;
+		json_object_foreach(want, key, w) {
+			json_t *f = json_object_get(found, key);
+
+			if (!f ? !is_empty(w) : !owned_value(f, w, quantities, depth + 1))
+				return false;
+		}
+		return true;
+	}
+	if (json_is_array(want)) {
+		if (!json_is_array(found) || json_array_size(found) != json_array_size(want))
+			return false;
+		json_array_foreach(want, i, w)
+			if (!owned_value(json_array_get(found, i), w, quantities, depth + 1))
+				return false;
+		return true;
+	}
+	if (quantities && json_is_string(want) && json_is_string(found))
+		return rdp_dra_quantity_equal(json_string_value(found), json_string_value(want));
+	return json_equal(found, want);
+}
+
+/* A map of names (attributes, capacity): the same names, each value owned_value(). */
+static bool owned_map(json_t *found, json_t *want, bool quantities)
+{
+	const char *key;
+	json_t *v;
+
+	if (is_empty(found) && is_empty(want))
+		return true;
+	if (!json_is_object(found) || !json_is_object(want) ||
+	    json_object_size(found) != json_object_size(want))
+		return false;
+	json_object_foreach(want, key, v)
+		if (!json_object_get(found, key) ||
+		    !owned_value(json_object_get(found, key), v, quantities, 0))
+			return false;
+	return true;
+}
+
+static bool owned_device(json_t *found, json_t *want)
+{
+	static const char *const owned[] = {"attributes", "capacity", "taints",
+					    "allowMultipleAllocations"};
+	const char *key;
+	json_t *w;
+
+	if (!json_is_object(found) || !json_is_object(want))
+		return false;
+	if (!owned_map(json_object_get(found, "attributes"), json_object_get(want, "attributes"),
+		       false) ||
+	    !owned_map(json_object_get(found, "capacity"), json_object_get(want, "capacity"),
+		       true))
+		return false;
+	for (size_t i = 2; i < ARRAY_SIZE(owned); i++) {
+		json_t *f = json_object_get(found, owned[i]);
+
+		w = json_object_get(want, owned[i]);
+		if (is_empty(f) && is_empty(w))
+			continue;
+		if (!f || !w || !owned_value(f, w, false, 0))
+			return false;
+	}
+	json_object_foreach(want, key, w) {
+		json_t *f = json_object_get(found, key);
+		bool is_owned = false;
+
+		for (size_t i = 0; i < ARRAY_SIZE(owned); i++)
+			is_owned = is_owned || strcmp(key, owned[i]) == 0;
+		if (is_owned)
+			continue;
+		if (!f ? !is_empty(w) : !owned_value(f, w, false, 0))
+			return false;
+	}
+	return true;
+}
+
+bool rdp_dra_devices_owned_equal(json_t *found, json_t *desired)
+{
+	size_t i;
+	json_t *w;
+
+	if (json_array_size(found) != json_array_size(desired))
+		return false;
+	json_array_foreach(desired, i, w)
+		if (!owned_device(json_array_get(found, i), w))
+			return false;
+	return true;
+}
+
 static bool same_devices(json_t *a, json_t *b)
 {
-	json_t *x = spec_get(a, "devices", NULL), *y = spec_get(b, "devices", NULL);
-
-	if (json_array_size(x) == 0 && json_array_size(y) == 0)
-		return true;
-	return json_equal(x, y);
+	return rdp_dra_devices_owned_equal(spec_get(a, "devices", NULL),
+					   spec_get(b, "devices", NULL));
 }
 
 /* found's name starts with desired's generateName (a split pool's slices sort by index). */
@@ -845,6 +1170,51 @@ int rdp_dra_slices_compare(json_t *found, json_t *desired, struct rdp_dra_sync *
 	return 0;
 }
 
+static bool same_taint(json_t *a, json_t *b)
+{
+	json_t *va = json_object_get(a, "value"), *vb = json_object_get(b, "value");
+
+	return json_equal(json_object_get(a, "key"), json_object_get(b, "key")) &&
+	       json_equal(json_object_get(a, "effect"), json_object_get(b, "effect")) &&
+	       (is_empty(va) ? is_empty(vb) : json_equal(va, vb));
+}
+
+/* Each desired taint without timeAdded gets the found one's (same device, same taint). */
+static int keep_time_added(json_t *devs, json_t *found_devs)
+{
+	size_t i, j, k;
+	json_t *d, *f, *t;
+
+	json_array_foreach(devs, i, d) {
+		json_t *taints = json_object_get(d, "taints"), *ft = NULL;
+
+		if (!json_array_size(taints))
+			continue;
+		json_array_foreach(found_devs, j, f)
+			if (json_equal(json_object_get(f, "name"), json_object_get(d, "name"))) {
+				ft = json_object_get(f, "taints");
+				break;
+			}
+		json_array_foreach(taints, k, t) {
+			size_t m;
+			json_t *x;
+
+			if (json_object_get(t, "timeAdded"))
+				continue;
+			json_array_foreach(ft, m, x) {
+				json_t *added = json_object_get(x, "timeAdded");
+
+				if (json_is_string(added) && same_taint(t, x)) {
+					if (json_object_set(t, "timeAdded", added) < 0)
+						return -ENOMEM;
+					break;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 json_t *rdp_dra_slice_for_update(json_t *desired, json_t *found)
 {
 	json_t *fm = json_object_get(found, "metadata"), *out, *meta;
@@ -860,6 +1230,8 @@ json_t *rdp_dra_slice_for_update(json_t *desired, json_t *found)
 	if (json_object_set(meta, "name", name) < 0)
 		goto fail;
 	if (json_is_string(rv) && json_object_set(meta, "resourceVersion", rv) < 0)
+		goto fail;
+	if (keep_time_added(spec_get(out, "devices", NULL), spec_get(found, "devices", NULL)) < 0)
 		goto fail;
 	return out;
 fail:

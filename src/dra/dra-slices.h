@@ -27,7 +27,17 @@
  *   resource.kubernetes.io/pciBusID string "0000:18:00.0": the device's own PCI function
  *   (KEP-4381: the device's address), so not for an SF, which has none of its own (its
  *   pciAddress and pcieRoot are its PF's).
- * No capacity.
+ * No capacity here: dra-share.h adds it for --sharing=capacity.
+ *
+ * Taints (DRADeviceTaints: alpha 1.33-1.35, beta and on 1.36, GA 1.37): a device whose
+ * health (dra-health.h, from its ports) is UNHEALTHY -- no port ACTIVE and at least one
+ * port's state known (DOWN, INIT, ARMED...) -- carries {"key": "<driver>/port-down",
+ * "effect": rdp_dra_node.port_down_taint} (NoSchedule by default). A device whose port state
+ * cannot be read (UNKNOWN) is not down: it is not tainted. No timeAdded: the API server
+ * defaults it (SetDefaults_DeviceTaint, on create and on update); an update keeps the time
+ * the API server holds (rdp_dra_slice_for_update()). A slice with a tainted device holds at
+ * most RDP_DRA_SLICE_MAX_DEVICES_TAINTED devices (the API's limit), so a pool of more than 64
+ * devices is split at 64 while one of them is tainted, at 128 otherwise.
  *
  * Library code: negative errno, never logs.
  */
@@ -44,6 +54,9 @@
 #define RDP_DRA_DRIVER_MAX 63 /* spec.driver: a DNS subdomain of at most 63 */
 #define RDP_DRA_NODE_NAME_MAX 253 /* a node name, and pool.name */
 #define RDP_DRA_SLICE_MAX_DEVICES 128 /* devices of one slice (API) */
+#define RDP_DRA_SLICE_MAX_DEVICES_TAINTED 64 /* ... when one of them has a taint (API) */
+#define RDP_DRA_MAX_TAINTS 16 /* taints of one device (API) */
+#define RDP_DRA_PORT_DOWN_TAINT "port-down" /* the taint key: "<driver>/port-down" */
 #define RDP_DRA_MAX_ATTRIBUTES 32 /* attributes + capacity of one device (API) */
 #define RDP_DRA_ATTR_STRING_MAX 64 /* string and version attribute values (API) */
 #define RDP_DRA_MAX_SLICES 128 /* slices of our pool we look at (RDP_MAX_DEVICES / 64) */
@@ -96,19 +109,41 @@ static inline const struct rdp_device *rdp_dra_dev_device(const struct rdp_dra_i
 json_t *rdp_dra_device_json(const struct rdp_dra_inventory *inv, const struct rdp_dra_dev *d,
 			    const char *driver);
 
+/* The effect of the port-down taint (--port-down-taint-effect). */
+enum rdp_dra_taint_effect {
+	RDP_DRA_TAINT_NO_SCHEDULE = 0, /* the default: no new allocation of the device */
+	RDP_DRA_TAINT_NO_EXECUTE, /* ... and pods using it evicted */
+	RDP_DRA_TAINT_NONE, /* the API's "None": informational (an API server of 1.36+) */
+	RDP_DRA_TAINT_OFF, /* no taint */
+};
+
+/* "NoSchedule", "NoExecute", "None", "off". */
+const char *rdp_dra_taint_effect_name(enum rdp_dra_taint_effect e);
+/* The reverse, exact words. 0, or -EINVAL. */
+int rdp_dra_taint_effect_parse(const char *s, enum rdp_dra_taint_effect *ret);
+
+/*
+ * The taints of one device (see the top) into the device object dev: "taints" set, or left
+ * out when there are none. Returns 1 when tainted, 0 when not, -ENOMEM.
+ */
+int rdp_dra_device_set_taints(json_t *dev, const struct rdp_device *d, const char *driver,
+			      enum rdp_dra_taint_effect effect);
+
 /* Who publishes: the driver and the node (the Node object's name and metadata.uid). */
 struct rdp_dra_node {
 	const char *driver; /* RDP_DRA_DEFAULT_DRIVER unless --driver-name */
 	const char *node_name; /* also the pool name */
 	const char *node_uid; /* the Node's metadata.uid, for ownerReferences */
+	enum rdp_dra_taint_effect port_down_taint; /* zero: NoSchedule */
 };
 
 /*
  * The node's ResourceSlices for inv, as a JSON array of slice objects ready to POST:
  * generateName rdp_dra_slice_generate_name() (by the slice's index), ownerReferences [{apiVersion v1, kind Node, name, uid,
  * controller true}], spec {driver, nodeName, pool {name: node, generation, resourceSliceCount},
- * devices}. ceil(n / 128) slices, the devices (in name order) split evenly, the first ones
- * one longer; one slice with "devices": [] when there are none.
+ * devices}, each device with its taints (n->port_down_taint). ceil(n / 128) slices (64 while
+ * a device is tainted), the devices (in name order) split evenly, the first ones one longer;
+ * one slice with "devices": [] when there are none.
  * Returns 0, -EINVAL (a driver or node name the API would refuse, no node UID, generation
  * < 0), -ENOMEM.
  */
@@ -137,7 +172,9 @@ int rdp_dra_slices_set_generation(json_t *slices, long long generation);
  * attribute and capacity names a C identifier <= 32 with an optional DNS-subdomain prefix
  * <= 63 (unique once qualified with the driver), every attribute exactly one of int, bool,
  * string (<= 64), version (semver, <= 64), capacity {"value": quantity}, attributes +
- * capacity <= 32. Returns 0, or -EINVAL with the first broken rule in err
+ * capacity <= 32; taints <= 16, each with a label key, an optional label value, effect
+ * NoSchedule, NoExecute or None, an optional timeAdded string; <= 64 devices when one has a
+ * taint. Returns 0, or -EINVAL with the first broken rule in err
  * ("spec.devices[3].name: \"mlx5_0\" is not a DNS label").
  */
 int rdp_dra_slice_check(json_t *slice, char *err, size_t len);
@@ -165,6 +202,8 @@ const char *rdp_dra_sync_action_name(enum rdp_dra_sync_action a); /* "unchanged"
  *    with the desired pool name and resourceSliceCount, and each desired slice's devices equal
  *    to one found slice's (order of slices free, order of devices not) whose name, in a pool
  *    of several slices, starts with the desired slice's generateName: UNCHANGED, G;
+ *    devices are compared on what rdma-dp owns (rdp_dra_devices_owned_equal()), so that what
+ *    the API server adds never reads as a difference;
  *  - one found, one desired, otherwise: UPDATE, G (generation unchanged, as upstream);
  *  - otherwise (counts differ, mixed generations, a malformed slice): RECREATE, G + 1.
  * Pure. Returns 0, -EINVAL when desired is not an array of slices, -E2BIG beyond
@@ -173,8 +212,32 @@ const char *rdp_dra_sync_action_name(enum rdp_dra_sync_action a); /* "unchanged"
 int rdp_dra_slices_compare(json_t *found, json_t *desired, struct rdp_dra_sync *ret);
 
 /*
+ * True when the found devices (a slice's spec.devices, as the API server returns them) are
+ * the desired ones as far as rdma-dp owns them. Both arrays in the same order, each device:
+ *  - the fields rdma-dp owns, "attributes", "capacity", "taints", "allowMultipleAllocations":
+ *    equal, a missing one counting as empty ([], {}, false, null); the maps' keys exactly
+ *    the same;
+ *  - any other field the desired device has: equal; a field only the found one has: ignored
+ *    (the API server's defaults, fields of a newer API);
+ *  - inside those, objects compare on the desired keys only (a found-only key such as a
+ *    taint's defaulted "timeAdded" is ignored), arrays element by element, a capacity's
+ *    "value" as a quantity ("1Gi" == "1024Mi" == "1073741824", as the server canonicalises),
+ *    anything else exactly.
+ * Pure.
+ */
+bool rdp_dra_devices_owned_equal(json_t *found, json_t *desired);
+/*
+ * True when two resource.Quantity strings are the same amount ("1Gi", "1024Mi",
+ * "1073741824"; "500m", "0.5"). Strings that are not quantities (or overflow) compare as
+ * strings.
+ */
+bool rdp_dra_quantity_equal(const char *a, const char *b);
+
+/*
  * The PUT body for UPDATE: a copy of desired with generateName dropped and found's
- * metadata.name and metadata.resourceVersion set (409 on a stale one: re-list). NULL on
+ * metadata.name and metadata.resourceVersion set (409 on a stale one: re-list), and each
+ * desired taint without a timeAdded given the one of the same taint (key, value, effect) of
+ * the found device of the same name, so that an update keeps when a taint was added. NULL on
  * allocation failure or when found has no name.
  */
 json_t *rdp_dra_slice_for_update(json_t *desired, json_t *found);

@@ -169,7 +169,9 @@ class Cluster:
                       "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         leaves = {
             "apiserver": ("/CN=kube-apiserver", "serverAuth",
-                          "IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+                          # 10.0.2.100: the address of the API server relay inside the guest
+                          # node's QEMU user network (guest.py), for in-cluster clients there
+                          "IP:127.0.0.1,IP:10.0.0.1,IP:10.0.2.100,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
                           "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"),
             "admin": ("/O=system:masters/CN=rdp-e2e-admin", "clientAuth", None),
             "kubelet": ("/O=system:nodes/CN=system:node:%s" % NODE, "clientAuth", None),

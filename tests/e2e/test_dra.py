@@ -580,3 +580,81 @@ def test_api_server_restart(dra):
         delete_pod(c, name)
     cl.wait_for("both claims unprepared", lambda: not checkpoint(c), 60)
     assert not spec_file(c, uid).exists() and not spec_file(c, uid2).exists()
+
+
+# ------------------------------------------------------------------- device taints (issue 21)
+def _sysfsgen():
+    import sys
+    sys.path.insert(0, str(REPO / "tests" / "fixtures"))
+    import sysfsgen
+    return sysfsgen
+
+
+def _taints(c, name):
+    s = published(c)
+    return next((d.get("taints") for x in s or [] for d in x["spec"]["devices"] if d["name"] == name), None)
+
+
+def test_port_down_taint(dra):
+    """A port going down on the node (the fixture's mlx5_3 port 1 state file: DOWN) reaches the
+    real API server as the device taint rdma.rdma-dp.io/port-down (NoSchedule, timeAdded set by
+    the server's defaulting); the driver does not loop on the defaulted field (the slice's
+    resourceVersion stays for more than a resync); a claim that can only have mlx5_3 leaves its
+    pod Unschedulable; the port back ACTIVE removes the taint and the pod is scheduled on it."""
+    c = dra
+    sg = _sysfsgen()
+    sys_root = c.work / "node" / "sys"
+    pod = "rdma-taint"
+    try:
+        t0 = time.monotonic()
+        sg.set_port_state(sys_root, "mlx5_3", 1, "DOWN")
+        taints = cl.wait_for("mlx5_3 tainted", lambda: _taints(c, MLX5_3), 30, 0.1)
+        took = time.monotonic() - t0
+        print("\nport down -> taint on the API server: %.2f s" % took)
+        assert took < 5, took
+        assert len(taints) == 1 and taints[0]["key"] == DRIVER + "/port-down", taints
+        assert taints[0]["effect"] == "NoSchedule" and "value" not in taints[0], taints
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", taints[0]["timeAdded"]), taints
+        assert not any(d.get("taints") for x in published(c) for d in x["spec"]["devices"]
+                       if d["name"] != MLX5_3)
+        # the stored slice carries timeAdded, the driver's does not: no write at the resync
+        rv = [x["metadata"]["resourceVersion"] for x in published(c)]
+        syncs = driver_log(c).count("event=slices-sync")
+        time.sleep(12)
+        assert [x["metadata"]["resourceVersion"] for x in published(c)] == rv
+        assert driver_log(c).count("event=slices-sync") == syncs
+        # a claim that only mlx5_3 satisfies: its pod stays unschedulable
+        apply(c, with_image([
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "nic-mlx5-3", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "nic", "exactly": {
+                 "deviceClassName": "rdma-nic-ib", "count": 1, "selectors": [{"cel": {
+                     "expression": 'device.attributes["%s"].ibdev == "mlx5_3"' % DRIVER}}]}}]}}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": "default"},
+             "spec": {"resourceClaims": [{"name": "nic", "resourceClaimName": "nic-mlx5-3"}],
+                      "containers": [{"name": "app", "image": WORKLOAD, "command": ["sleep", "infinity"],
+                                      "resources": {"claims": [{"name": "nic"}]}}]}}]))
+
+        def unschedulable():
+            conds = c.get("pod", "-n", "default", pod).get("status", {}).get("conditions", [])
+            return [x for x in conds if x["type"] == "PodScheduled" and x["status"] == "False"
+                    and x.get("reason") == "Unschedulable"]
+        cond = cl.wait_for("%s Unschedulable" % pod, unschedulable, 60)
+        print("scheduler: %s" % cond[0].get("message", ""))
+        time.sleep(2)
+        assert not c.get("pod", "-n", "default", pod)["spec"].get("nodeName")
+        assert not c.get("resourceclaim", "-n", "default", "nic-mlx5-3").get("status", {}).get("allocation")
+        # back up: untainted, and the pod gets mlx5_3
+        t0 = time.monotonic()
+        sg.set_port_state(sys_root, "mlx5_3", 1, "ACTIVE")
+        cl.wait_for("mlx5_3 untainted", lambda: _taints(c, MLX5_3) is None, 30, 0.1)
+        print("port up -> untainted on the API server: %.2f s" % (time.monotonic() - t0))
+        c.wait_pod("default", pod, timeout=120)
+        claim = c.get("resourceclaim", "-n", "default", "nic-mlx5-3")
+        assert results(claim) == [("nic", DRIVER, cl.NODE, MLX5_3)]
+    finally:
+        sg.set_port_state(sys_root, "mlx5_3", 1, "ACTIVE")
+        c.kubectl("delete", "pod", "-n", "default", pod, "--grace-period=1", "--ignore-not-found",
+                  "--wait=true", check=False, timeout=120)
+        c.kubectl("delete", "resourceclaim", "-n", "default", "nic-mlx5-3", "--ignore-not-found",
+                  "--wait=true", check=False, timeout=120)

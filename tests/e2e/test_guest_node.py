@@ -180,6 +180,48 @@ def rdma_pod(name):
                                          "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}}]}})
 
 
+BW_ITERS, BW_SIZE = 1000, 65536
+
+
+def ib_write_bw(c, srv_pod, srv_dev, cli_pod, cli_dev):
+    """ib_write_bw between two pods of the guest node (server srv_pod on srv_dev, whose netdev
+    has SERVER_IP; client cli_pod on cli_dev): (peak, average, wall-clock Gb/s, client seconds).
+    Each end pinned to one vCPU: perftest times with the TSC, and an unpinned run reported
+    0 Gb/s (most likely moving between TCG vCPUs whose TSCs differ; not proven). The client's
+    wall time (the guest's /proc/uptime around it, set-up included) gives a second figure."""
+    common = ["ib_write_bw", "-x", "1", "-F", "-s", str(BW_SIZE), "-n", str(BW_ITERS), "--report_gbits",
+              "-p", "18515"]
+    srv = subprocess.Popen([str(c.bin / "kubectl"), "--kubeconfig", str(c.kc / "admin.conf"), "exec",
+                            "-n", "default", srv_pod, "--", "taskset", "-c", "0"] + common + ["-d", srv_dev],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    client = "cat /proc/uptime; taskset -c 1 %s -d %s %s; rc=$?; cat /proc/uptime; exit $rc" % (
+        " ".join(common), cli_dev, SERVER_IP)
+    try:
+        cli = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and srv.poll() is None:
+            cli = c.kubectl("exec", "-n", "default", cli_pod, "--", "sh", "-c", client,
+                            check=False, timeout=300)
+            if cli.returncode == 0 or "Couldn't connect" not in cli.stdout + cli.stderr:
+                break
+            time.sleep(2)
+        out, _ = srv.communicate(timeout=300)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait(10)
+    assert cli is not None and cli.returncode == 0, (cli and cli.stdout + cli.stderr, out)
+    assert srv.returncode == 0, out
+    m = re.search(r"^\s*%d\s+%d\s+(\S+)\s+(\S+)\s+(\S+)\s*$" % (BW_SIZE, BW_ITERS), cli.stdout, re.M)
+    assert m, cli.stdout
+    peak, avg = float(m.group(1)), float(m.group(2))
+    ups = [float(line.split()[0]) for line in cli.stdout.splitlines()
+           if re.match(r"^\d+\.\d+ \d+\.\d+$", line.strip())]
+    assert len(ups) == 2 and ups[1] > ups[0], cli.stdout
+    secs = ups[1] - ups[0]
+    return peak, avg, BW_SIZE * BW_ITERS * 8 / secs / 1e9, secs
+
+
 def test_ib_write_bw_between_pods(guest_plugin):
     """Two pods on the guest node, each asking for one unit of rdma/hca_shared_devices_a and
     given no hostPath: each holds exactly the pool's device nodes (rxe0's and rxe1's uverbs,
@@ -201,42 +243,112 @@ def test_ib_write_bw_between_pods(guest_plugin):
         held = set(exec_out(c, "default", n, "ls", "/dev/infiniband").split())
         assert {verbs["rxe0"], verbs["rxe1"]} <= held, held
         assert verbs["rxe2"] not in held, held
-    # Each end pinned to one vCPU: perftest times with the TSC, and an unpinned run reported
-    # 0 Gb/s (most likely moving between TCG vCPUs whose TSCs differ; not proven). The client's
-    # wall time (the guest's /proc/uptime around it, set-up included) gives a second figure.
-    iters, size = 1000, 65536
-    common = ["ib_write_bw", "-x", "1", "-F", "-s", str(size), "-n", str(iters), "--report_gbits",
-              "-p", "18515"]
-    srv = subprocess.Popen([str(c.bin / "kubectl"), "--kubeconfig", str(c.kc / "admin.conf"), "exec",
-                            "-n", "default", "rdma-a", "--", "taskset", "-c", "0"] + common + ["-d", "rxe1"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    client = "cat /proc/uptime; taskset -c 1 %s -d rxe0 %s; rc=$?; cat /proc/uptime; exit $rc" % (
-        " ".join(common), SERVER_IP)
-    try:
-        cli = None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and srv.poll() is None:
-            cli = c.kubectl("exec", "-n", "default", "rdma-b", "--", "sh", "-c", client,
-                            check=False, timeout=300)
-            if cli.returncode == 0 or "Couldn't connect" not in cli.stdout + cli.stderr:
-                break
-            time.sleep(2)
-        out, _ = srv.communicate(timeout=300)
-    finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait(10)
-    assert cli is not None and cli.returncode == 0, (cli and cli.stdout + cli.stderr, out)
-    assert srv.returncode == 0, out
-    m = re.search(r"^\s*%d\s+%d\s+(\S+)\s+(\S+)\s+(\S+)\s*$" % (size, iters), cli.stdout, re.M)
-    assert m, cli.stdout
-    peak, avg = float(m.group(1)), float(m.group(2))
-    ups = [float(line.split()[0]) for line in cli.stdout.splitlines()
-           if re.match(r"^\d+\.\d+ \d+\.\d+$", line.strip())]
-    assert len(ups) == 2 and ups[1] > ups[0], cli.stdout
-    wall = size * iters * 8 / (ups[1] - ups[0]) / 1e9
+    peak, avg, wall, secs = ib_write_bw(c, "rdma-a", "rxe1", "rdma-b", "rxe0")
     print("\nib_write_bw rxe0 -> rxe1 between pods on %s (QEMU TCG): %d B x %d, perftest peak %.3f "
           "average %.3f Gb/s; wall clock %.3f Gb/s (%.2f s, set-up included)" % (
-              guest.NAME, size, iters, peak, avg, wall, ups[1] - ups[0]))
+              guest.NAME, BW_SIZE, BW_ITERS, peak, avg, wall, secs))
     guest_plugin.timings["ib_write_bw_avg_gbps"] = avg
     guest_plugin.timings["ib_write_bw_wall_gbps"] = wall
+
+
+# ------------------------------------------------------------------ DRA on the guest node
+DRA_DRIVER = "rdma.rdma-dp.io"
+
+
+def dra_overlay(c):
+    """deploy/dra as shipped, plus where the driver finds the API server from inside the guest:
+    the QEMU user network's relay (guest.API_GUEST:6443, in the test PKI's server certificate),
+    since there is no kube-proxy for the kubernetes Service's ClusterIP. The driver reads the
+    guest's real /sys and /dev; the memlock hook goes to the guest's /opt/rdma-dp/bin (the
+    guest's root is an overlay on its own tmpfs: nothing of the host is written)."""
+    d = c.work / "overlays" / "guest-dra"
+    d.mkdir(parents=True, exist_ok=True)
+    ct = "/spec/template/spec/containers/0"
+    patch = [
+        {"op": "add", "path": ct + "/env/-", "value": {"name": "KUBERNETES_SERVICE_HOST", "value": guest.API_GUEST}},
+        {"op": "add", "path": ct + "/env/-", "value": {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}},
+    ]
+    (d / "kustomization.yaml").write_text(json.dumps({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(REPO / "deploy" / "dra", d)],
+        "patches": [{"target": {"kind": "DaemonSet", "name": "rdma-dp-dra"}, "patch": json.dumps(patch)}],
+    }, indent=1) + "\n")
+    return d
+
+
+def dra_claim_and_pod(name, ibdev):
+    """A ResourceClaim for the RoCE device `ibdev` (class rdma-nic-roce, a CEL selector on the
+    driver's ibdev attribute) and a pod on the guest node using it; nothing else asked for."""
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "nic", "exactly": {
+                 "deviceClassName": "rdma-nic-roce",
+                 "selectors": [{"cel": {"expression": 'device.attributes["%s"].ibdev == "%s"' % (
+                     DRA_DRIVER, ibdev)}}]}}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"hostNetwork": True, "restartPolicy": "Never",
+                    "nodeSelector": {"kubernetes.io/hostname": guest.NAME},
+                    "resourceClaims": [{"name": "nic", "resourceClaimName": name}],
+                    "containers": [{
+                        "name": name, "image": "localhost/rdp-workload:1",
+                        "command": ["sh", "-c", "exec sleep infinity"],
+                        "resources": {"claims": [{"name": "nic"}]},
+                        "securityContext": {"allowPrivilegeEscalation": False,
+                                            "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}}]}}
+    return "\n---\n".join(yaml.safe_dump(d) for d in (claim, pod))
+
+
+def test_dra_claims_between_pods(guest_plugin):
+    """The DRA path on the guest node: deploy/base's DaemonSet leaves (one driver per node),
+    deploy/dra comes (its ServiceAccount's token through the relay), the guest's rxe devices
+    are published, a claim for rxe1 and a claim for rxe0 are allocated by the real scheduler
+    and prepared by rdma-dp, each pod holds only its NIC's device nodes and is told its NIC by
+    the claim's variables (RDMA_DEVICE_NIC, NCCL_IB_HCA), and ib_write_bw runs between the two
+    pods on the devices those variables name."""
+    g = guest_plugin
+    c = g.c
+    for n in ("rdma-a", "rdma-b"):
+        c.kubectl("delete", "pod", n, "--ignore-not-found", "--grace-period=1", "--wait=true", timeout=300)
+    c.kubectl("delete", "-k", overlay(c), "--ignore-not-found", "--wait=true", timeout=300)
+    t0 = time.monotonic()
+    c.kubectl("apply", "-k", dra_overlay(c))
+    try:
+        cl.wait_for("the rdma-dp-dra pod on %s Ready" % guest.NAME, lambda: g._check() or ready_pod(
+            c, "kube-system", "name=rdma-dp-dra", guest.NAME), 600, 2)
+
+        def guest_devices():
+            s = [x for x in c.get("resourceslices")["items"]
+                 if x["spec"]["driver"] == DRA_DRIVER and x["spec"].get("nodeName") == guest.NAME]
+            return {d["attributes"]["ibdev"]["string"]: d for x in s for d in x["spec"]["devices"]}
+        devs = cl.wait_for("the guest's pool published", lambda: (
+            lambda d: d if {"rxe0", "rxe1"} <= set(d) else None)(guest_devices()), 120, 1)
+        g.timings["dra_published_after_apply"] = time.monotonic() - t0
+        assert devs["rxe0"]["attributes"]["linkLayer"] == {"string": "Ethernet"}
+        for name, ibdev in (("rdma-dra-srv", "rxe1"), ("rdma-dra-cli", "rxe0")):
+            c.kubectl("apply", "-f", "-", input=dra_claim_and_pod(name, ibdev))
+        for name in ("rdma-dra-srv", "rdma-dra-cli"):
+            c.wait_pod("default", name, timeout=600)
+        verbs = {}
+        for line in exec_out(c, "default", "rdma-dra-srv", "sh", "-c",
+                             "for d in /sys/class/infiniband_verbs/uverbs*; do echo ${d##*/} $(cat $d/ibdev); done").splitlines():
+            uv, ib = line.split()
+            verbs[ib] = uv
+        dev_of = {}
+        for name, ibdev in (("rdma-dra-srv", "rxe1"), ("rdma-dra-cli", "rxe0")):
+            env = dict(kv.split("=", 1) for kv in exec_out(c, "default", name, "env").splitlines() if "=" in kv)
+            assert env.get("RDMA_DEVICE_NIC", "").split(":")[0] == ibdev, env
+            assert env.get("NCCL_IB_HCA", "").lstrip("=^").split(":")[0] == ibdev, env
+            held = set(exec_out(c, "default", name, "ls", "/dev/infiniband").split())
+            assert held == {verbs[ibdev], "rdma_cm"}, (name, held, verbs)
+            dev_of[name] = env["RDMA_DEVICE_NIC"].split(":")[0]
+        peak, avg, wall, secs = ib_write_bw(c, "rdma-dra-srv", dev_of["rdma-dra-srv"],
+                                            "rdma-dra-cli", dev_of["rdma-dra-cli"])
+        print("\nib_write_bw between DRA claims on %s: perftest peak %.3f average %.3f Gb/s; wall clock "
+              "%.3f Gb/s (%.2f s)" % (guest.NAME, peak, avg, wall, secs))
+        g.timings["dra_ib_write_bw_avg_gbps"] = avg
+    finally:
+        for name in ("rdma-dra-srv", "rdma-dra-cli"):
+            c.kubectl("delete", "pod", name, "--ignore-not-found", "--grace-period=1", "--wait=true",
+                      check=False, timeout=300)
+            c.kubectl("delete", "resourceclaim", name, "--ignore-not-found", check=False)
+        c.kubectl("delete", "-k", dra_overlay(c), "--ignore-not-found", "--wait=true", check=False, timeout=300)

@@ -20,7 +20,11 @@ Validation follows kubernetes/kubernetes pkg/apis/resource/validation/validation
 validateQualifiedName, validateCIdentifier) and the limits of k8s.io/api resource/v1 types.go
 (ResourceSliceMaxDevices 128, ResourceSliceMaxAttributesAndCapacitiesPerDevice 32,
 DeviceMaxIDLength 32, DeviceMaxDomainLength 63, DeviceAttributeMaxValueLength 64,
-PoolNameMaxLength 253); messages are rendered as field.Error.Error() does, collected in a 422
+PoolNameMaxLength 253; with a device taint, ResourceSliceMaxDevicesWithTaintsOrConsumesCounters
+64, DeviceTaintsMaxLength 16, validateDeviceTaint's key, value and effect); device taints get
+SetDefaults_DeviceTaint's timeAdded (now, to the second) on create and update, or are dropped
+when device_taints is False (the DRADeviceTaints gate off, as 1.33-1.35 by default,
+dropDisabledDRADeviceTaintsFields); messages are rendered as field.Error.Error() does, collected in a 422
 Status with reason Invalid and details.causes[].field. One rule is the stand-in's own, not the
 apiserver's (it only checks that owner references are complete): with require_node_owner, a
 slice with spec.nodeName must be owned by that Node (apiVersion v1, kind Node, its name and
@@ -59,6 +63,9 @@ MAX_BODY = 3 * 1024 * 1024  # apiserver's default --max-resource-write-bytes (3 
 
 # -- limits (k8s.io/api resource/v1 types.go; validation.go) -------------------------------------
 MAX_DEVICES = 128
+MAX_DEVICES_WITH_TAINTS = 64  # ResourceSliceMaxDevicesWithTaintsOrConsumesCounters
+MAX_TAINTS = 16  # DeviceTaintsMaxLength
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")  # 1.37 validation (None: 1.36+)
 MAX_ATTRS_AND_CAPS = 32
 MAX_ID_LEN = 32
 MAX_DOMAIN_LEN = 63
@@ -69,6 +76,7 @@ MAX_DRIVER_NAME = 63
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _NUM = r"(0|[1-9]\d*)"
 _PRE = r"(0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
 _BUILD = r"[0-9a-zA-Z-]+"
@@ -304,7 +312,7 @@ def _attr_errs(a, path):
     return errs
 
 
-def _quantity_errs(c, path):
+def _quantity_errs(c, path, multi=False):
     if not isinstance(c, dict) or "value" not in c:
         return [FieldError("Required", path + ".value")]
     v = c["value"]
@@ -313,9 +321,123 @@ def _quantity_errs(c, path):
                            "quantities must match the regular expression "
                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
     if c.get("requestPolicy") is not None:
-        return [FieldError("Forbidden", path + ".requestPolicy", None,
-                           "allowMultipleAllocations must be true")]
+        if not multi:
+            return [FieldError("Forbidden", path + ".requestPolicy", None,
+                               "allowMultipleAllocations must be true")]
+        return _request_policy_errs(_qty(v), c["requestPolicy"], path + ".requestPolicy")
     return []
+
+
+def _taint_errs(taints, path):
+    """validateDeviceTaint: a label key, a label value, a known effect."""
+    if not isinstance(taints, list):
+        return [FieldError("Invalid", path, taints, "must be a list")]
+    if len(taints) > MAX_TAINTS:
+        return [FieldError("TooMany", path, len(taints), "must have at most %d items" % MAX_TAINTS)]
+    errs = []
+    for i, t in enumerate(taints):
+        p = "%s[%d]" % (path, i)
+        if not isinstance(t, dict):
+            errs.append(FieldError("Invalid", p, t, "must be an object"))
+            continue
+        key = t.get("key")
+        prefix, _, name = (key or "").rpartition("/")
+        if not key:
+            errs.append(FieldError("Required", p + ".key"))
+        elif (prefix and not DNS1123_SUBDOMAIN.match(prefix)) or len(prefix) > 253 or \
+                not name or len(name) > 63 or not LABEL_VALUE.match(name):
+            errs.append(FieldError("Invalid", p + ".key", key, "name part must consist of "
+                                   "alphanumeric characters, '-', '_' or '.'"))
+        v = t.get("value", "")
+        if v and (not isinstance(v, str) or len(v) > 63 or not LABEL_VALUE.match(v)):
+            errs.append(FieldError("Invalid", p + ".value", v, "a valid label must be an empty "
+                                   "string or consist of alphanumeric characters"))
+        eff = t.get("effect")
+        if not eff:
+            errs.append(FieldError("Required", p + ".effect"))
+        elif eff not in TAINT_EFFECTS:
+            errs.append(FieldError("NotSupported", p + ".effect", eff,
+                                   "supported values: %s" % ", ".join(
+                                       '"%s"' % e for e in sorted(TAINT_EFFECTS))))
+    return errs
+
+
+def default_taints(obj, now=None):
+    """SetDefaults_DeviceTaint (pkg/apis/resource/v1/defaults.go): every device taint without
+    timeAdded gets the time now, truncated to the second; on create and on update alike."""
+    for d in ((obj.get("spec") or {}).get("devices") or []):
+        for t in (d.get("taints") or []) if isinstance(d, dict) else []:
+            if isinstance(t, dict) and not t.get("timeAdded"):
+                t["timeAdded"] = now or now_rfc3339()
+
+
+def drop_taints(obj):
+    """dropDisabledDRADeviceTaintsFields: the gate off (1.33-1.35 by default) and the old
+    slice without taints: every device's taints dropped, silently."""
+    for d in ((obj.get("spec") or {}).get("devices") or []):
+        if isinstance(d, dict):
+            d.pop("taints", None)
+_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def _qty(v):
+    """A quantity's value (integer quantities with a binary or decimal suffix; others None)."""
+    m = re.match(r"^([0-9]+)([kMGTPE]i?|Ki)?$", str(v))
+    return int(m.group(1)) * _SUFFIX[m.group(2) or ""] if m and (m.group(2) or "") in _SUFFIX \
+        else None
+
+
+def _request_policy_errs(cap, pol, path):
+    """validateRequestPolicy of pkg/apis/resource/validation (1.36), for integer quantities:
+    one of validValues and validRange, default required with either and within it, min and
+    max within the capacity."""
+    if not isinstance(pol, dict):
+        return [FieldError("Invalid", path, pol, "must be an object")]
+    errs = []
+    d = _qty(pol["default"]) if pol.get("default") is not None else None
+    if pol.get("validValues") and pol.get("validRange") is not None:
+        return [FieldError("Forbidden", path, None, 'exactly one policy can be specified, '
+                           'cannot specify "validValues" and "validRange" at the same time')]
+    if pol.get("validValues"):
+        vals = [_qty(x) for x in pol["validValues"]]
+        if d is None:
+            errs.append(FieldError("Required", path + ".default", None,
+                                   "required when validValues is defined"))
+        elif d not in vals:
+            errs.append(FieldError("Invalid", path + ".validValues", pol["default"],
+                                   "default value is not valid according to the requestPolicy"))
+    rng = pol.get("validRange")
+    if rng is not None:
+        lo = _qty(rng["min"]) if rng.get("min") is not None else None
+        if d is None:
+            errs.append(FieldError("Required", path + ".default", None,
+                                   "required when validRange is defined"))
+        if lo is None:
+            errs.append(FieldError("Required", path + ".validRange.min", None,
+                                   "required when validRange is defined"))
+        else:
+            if cap is not None and lo > cap:
+                errs.append(FieldError("Invalid", path + ".validRange.min", rng["min"],
+                                       "min is larger than capacity value"))
+            if d is not None and d < lo:
+                errs.append(FieldError("Invalid", path + ".validRange.min", pol["default"],
+                                       "default is less than min"))
+    if d is not None and cap is not None and d > cap:
+        errs.append(FieldError("Invalid", path + ".default", pol["default"],
+                               "default is larger than capacity value"))
+    return errs
+
+
+def drop_disabled_fields(obj):
+    """What a 1.34/1.35 API server (DRAConsumableCapacity alpha, off) does with a slice it
+    stores: allowMultipleAllocations and every capacity's requestPolicy are dropped."""
+    for d in (obj.get("spec") or {}).get("devices") or []:
+        if isinstance(d, dict):
+            d.pop("allowMultipleAllocations", None)
+            for c in (d.get("capacity") or {}).values():
+                if isinstance(c, dict):
+                    c.pop("requestPolicy", None)
 
 
 def _device_errs(d, path):
@@ -345,7 +467,10 @@ def _device_errs(d, path):
         errs += _attr_errs(attrs[k], _key(path + ".attributes", k))
     for k in sorted(caps):
         errs += _qualified_name_errs(k, path + ".capacity")
-        errs += _quantity_errs(caps[k], _key(path + ".capacity", k))
+        errs += _quantity_errs(caps[k], _key(path + ".capacity", k),
+                               d.get("allowMultipleAllocations") is True)
+    if d.get("taints") is not None:
+        errs += _taint_errs(d["taints"], path + ".taints")
     if any(d.get(f) is not None for f in ("nodeName", "nodeSelector", "allNodes")):
         errs.append(FieldError("Invalid", path, None,
                                "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
@@ -430,9 +555,11 @@ def validate_slice(obj, node_uids=None, require_node_owner=True):
     if devs is not None and not isinstance(devs, list):
         errs.append(FieldError("Invalid", "spec.devices", devs, "must be a list"))
     elif devs:
-        if len(devs) > MAX_DEVICES:
+        tainted = any(isinstance(d, dict) and d.get("taints") for d in devs)
+        limit = MAX_DEVICES_WITH_TAINTS if tainted else MAX_DEVICES
+        if len(devs) > limit:
             errs.append(FieldError("TooMany", "spec.devices", len(devs),
-                                   "must have at most %d items" % MAX_DEVICES))
+                                   "must have at most %d items" % limit))
         else:
             seen = set()
             for i, d in enumerate(devs):
@@ -698,9 +825,14 @@ class FakeAPIServer:
         self._server = None
         self._thread = None
         self.port = port
+        # DRAConsumableCapacity: beta and on since 1.36; False models 1.34/1.35 (alpha, off)
+        self.consumable_capacity = True
         self.latency = 0.0
         self.idle_timeout = 120.0
         self.require_node_owner = require_node_owner
+        # DRADeviceTaints: on (1.36+) keeps device taints, defaulting timeAdded; off (1.33-1.35
+        # by default) drops them from every write (unless the old slice has some).
+        self.device_taints = True
         self._outage = None
         self._released = threading.Event()
         self._released.set()
@@ -1266,6 +1398,11 @@ class FakeAPIServer:
                 m["name"] = base + "".join(random.choice(GENERATE_ALPHABET) for _ in range(5))
             for f in ("uid", "resourceVersion", "creationTimestamp", "generation"):
                 m.pop(f, None)
+            default_taints(obj)
+            if not self.device_taints:
+                drop_taints(obj)
+            if not self.consumable_capacity:
+                drop_disabled_fields(obj)
             errs = validate_slice(obj, {n: v["metadata"]["uid"] for n, v in self.nodes.items()},
                                   self.require_node_owner)
             if errs:
@@ -1304,6 +1441,12 @@ class FakeAPIServer:
                 return 409, conflict("resourceslices", name,
                                      "the object has been modified; please apply your changes "
                                      "to the latest version and try again"), {}
+            default_taints(obj)
+            if not self.device_taints and not any(
+                    d.get("taints") for d in old["spec"].get("devices") or []):
+                drop_taints(obj)
+            if not self.consumable_capacity:
+                drop_disabled_fields(obj)
             errs = validate_slice(obj, {n: v["metadata"]["uid"] for n, v in self.nodes.items()},
                                   self.require_node_owner)
             ospec, nspec = old["spec"], obj.get("spec") or {}

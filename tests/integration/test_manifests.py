@@ -730,8 +730,13 @@ def test_dra_kustomization(dra_rendered):
     assert spec["serviceAccountName"] == "rdma-dp-dra"
     assert spec.get("automountServiceAccountToken", True) is True
     assert c["args"][0] == "dra"
+    # the pod's UID names its sockets (--rolling-update-uid): the update below runs the new
+    # pod beside the old one (issue 21, point 7; test_dra_rolling.py)
     assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]} == \
-        {"NODE_NAME": "spec.nodeName"}
+        {"NODE_NAME": "spec.nodeName", "POD_UID": "metadata.uid"}
+    assert ds["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    assert ds["spec"]["minReadySeconds"] >= 5
     sc = c["securityContext"]
     assert sc["readOnlyRootFilesystem"] and sc["capabilities"] == {"drop": ["ALL"]}
     assert not sc["privileged"] and not sc["allowPrivilegeEscalation"]

@@ -60,7 +60,7 @@ static void test_dgx(const char *fixtures)
 	struct rdp_dra_inventory inv = {0};
 	char nic[] = "nic", st[] = "st", pool[] = "node", d0[] = "pci-0000-18-00-0",
 	     d1[] = "pci-0000-29-00-0", bad[] = "pci-0000-ff-00-0";
-	struct rdp_dra_result res[] = {{nic, pool, d0, false}, {nic, pool, d1, false}, {st, pool, d0, false}};
+	struct rdp_dra_result res[] = {{nic, pool, d0, false, NULL}, {nic, pool, d1, false, NULL}, {st, pool, d0, false, NULL}};
 	char *json = NULL;
 	unsigned int omitted = 7;
 	json_t *j;

@@ -20,8 +20,8 @@ static char *ids_a[] = {id0};
 static char nic[] = "nic", pool[] = "node-a", d18[] = "pci-0000-18-00-0", d19[] = "pci-0000-19-00-0";
 static char ns[] = "ns", c1[] = "c1", spec[] = "/var/run/cdi/rdma-dp.io-claim_u1.json";
 static struct rdp_dra_ckpt_device devs_a[] = {
-	{nic, pool, d18, ids_a, 1, false},
-	{nic, pool, d19, NULL, 0, false},
+	{nic, pool, d18, ids_a, 1, false, NULL},
+	{nic, pool, d19, NULL, 0, false, NULL},
 };
 
 static struct rdp_dra_ckpt_claim claim(const char *uid, enum rdp_dra_claim_state st)

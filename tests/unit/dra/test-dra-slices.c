@@ -603,6 +603,310 @@ static void test_compare(void)
 	rdp_host_free(h300);
 }
 
+/* Gives device i of h one port in state st (-1: unknown). */
+static void set_port(struct rdp_host *h, size_t i, int st)
+{
+	struct rdp_device *d = &h->devices[i];
+
+	if (!d->ports)
+		d->ports = rdp_calloc(1, sizeof(*d->ports));
+	d->n_ports = 1;
+	d->ports[0] = (struct rdp_port){.num = 1, .state = st, .phys_state = -1,
+					.roce_v2_ipv4_gid_index = -1};
+	snprintf(d->ports[0].state_name, sizeof(d->ports[0].state_name), "%s",
+		 st == RDP_PORT_ACTIVE ? "ACTIVE" : st == RDP_PORT_DOWN ? "DOWN"
+			: st == RDP_PORT_INIT ? "INIT" : "");
+}
+
+static json_t *devices_of(json_t *slices, size_t i)
+{
+	return json_object_get(json_object_get(json_array_get(slices, i), "spec"), "devices");
+}
+
+/* Issue 21: a device whose ports are all down is tainted; the effect; unknown is not down. */
+static void test_taints(void)
+{
+	struct rdp_host *h = fake_host(5);
+	struct rdp_dra_inventory inv = {0};
+	struct rdp_dra_node n = node;
+	enum rdp_dra_taint_effect e = RDP_DRA_TAINT_OFF;
+	json_t *slices = NULL, *devs;
+	char *s;
+
+	EXPECT_EQ(rdp_dra_taint_effect_parse("NoSchedule", &e), 0);
+	EXPECT_EQ(e, RDP_DRA_TAINT_NO_SCHEDULE);
+	EXPECT_EQ(rdp_dra_taint_effect_parse("NoExecute", &e), 0);
+	EXPECT_EQ(e, RDP_DRA_TAINT_NO_EXECUTE);
+	EXPECT_EQ(rdp_dra_taint_effect_parse("None", &e), 0);
+	EXPECT_EQ(e, RDP_DRA_TAINT_NONE);
+	EXPECT_EQ(rdp_dra_taint_effect_parse("off", &e), 0);
+	EXPECT_EQ(e, RDP_DRA_TAINT_OFF);
+	EXPECT_EQ(rdp_dra_taint_effect_parse("noschedule", &e), -EINVAL);
+	EXPECT_EQ(rdp_dra_taint_effect_parse("", &e), -EINVAL);
+	EXPECT_EQ(rdp_dra_taint_effect_parse(NULL, &e), -EINVAL);
+	EXPECT_STREQ(rdp_dra_taint_effect_name(RDP_DRA_TAINT_NO_EXECUTE), "NoExecute");
+	/* 0: no port; 1: ACTIVE; 2: DOWN; 3: state unreadable; 4: INIT */
+	set_port(h, 1, RDP_PORT_ACTIVE);
+	set_port(h, 2, RDP_PORT_DOWN);
+	set_port(h, 3, RDP_PORT_STATE_UNKNOWN);
+	set_port(h, 4, RDP_PORT_INIT);
+	EXPECT_EQ(rdp_dra_inventory_build(h, &inv), 0);
+	EXPECT_EQ(rdp_dra_slices_build(&n, &inv, 1, &slices), 0);
+	EXPECT_TRUE(check(json_array_get(slices, 0)) == NULL);
+	devs = devices_of(slices, 0);
+	EXPECT_EQ(json_array_size(devs), 5);
+	EXPECT_TRUE(!json_object_get(json_array_get(devs, 0), "taints"));
+	EXPECT_TRUE(!json_object_get(json_array_get(devs, 1), "taints"));
+	EXPECT_TRUE(!json_object_get(json_array_get(devs, 3), "taints"));
+	s = json_dumps(json_object_get(json_array_get(devs, 2), "taints"), JSON_SORT_KEYS);
+	EXPECT_STREQ(s, "[{\"effect\": \"NoSchedule\", \"key\": \"rdma.rdma-dp.io/port-down\"}]");
+	free(s);
+	EXPECT_EQ(json_array_size(json_object_get(json_array_get(devs, 4), "taints")), 1);
+	json_decref(slices);
+	/* the effect follows the option; off: none */
+	n.port_down_taint = RDP_DRA_TAINT_NO_EXECUTE;
+	n.driver = "nic.example.com";
+	EXPECT_EQ(rdp_dra_slices_build(&n, &inv, 1, &slices), 0);
+	EXPECT_TRUE(check(json_array_get(slices, 0)) == NULL);
+	s = json_dumps(json_object_get(json_array_get(devices_of(slices, 0), 2), "taints"),
+		       JSON_SORT_KEYS);
+	EXPECT_STREQ(s, "[{\"effect\": \"NoExecute\", \"key\": \"nic.example.com/port-down\"}]");
+	free(s);
+	json_decref(slices);
+	n.port_down_taint = RDP_DRA_TAINT_NONE;
+	EXPECT_EQ(rdp_dra_slices_build(&n, &inv, 1, &slices), 0);
+	EXPECT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(
+		json_array_get(devices_of(slices, 0), 2), "taints"), 0), "effect")), "None");
+	json_decref(slices);
+	n.port_down_taint = RDP_DRA_TAINT_OFF;
+	EXPECT_EQ(rdp_dra_slices_build(&n, &inv, 1, &slices), 0);
+	for (size_t i = 0; i < 5; i++)
+		EXPECT_TRUE(!json_object_get(json_array_get(devices_of(slices, 0), i), "taints"));
+	json_decref(slices);
+	/* back up: untainted */
+	set_port(h, 2, RDP_PORT_ACTIVE);
+	set_port(h, 4, RDP_PORT_ACTIVE);
+	EXPECT_EQ(rdp_dra_slices_build(&node, &inv, 1, &slices), 0);
+	for (size_t i = 0; i < 5; i++)
+		EXPECT_TRUE(!json_object_get(json_array_get(devices_of(slices, 0), i), "taints"));
+	json_decref(slices);
+	rdp_dra_inventory_done(&inv);
+	rdp_host_free(h);
+
+	/* 100 devices: 1 slice; one tainted: 2 of 50 (the API's 64 with taints) */
+	h = fake_host(100);
+	EXPECT_EQ(rdp_dra_inventory_build(h, &inv), 0);
+	EXPECT_EQ(rdp_dra_slices_build(&node, &inv, 1, &slices), 0);
+	EXPECT_EQ(json_array_size(slices), 1);
+	json_decref(slices);
+	set_port(h, 7, RDP_PORT_DOWN);
+	EXPECT_EQ(rdp_dra_slices_build(&node, &inv, 1, &slices), 0);
+	EXPECT_EQ(json_array_size(slices), 2);
+	EXPECT_EQ(json_array_size(devices_of(slices, 0)), 50);
+	EXPECT_TRUE(check(json_array_get(slices, 0)) == NULL);
+	EXPECT_TRUE(check(json_array_get(slices, 1)) == NULL);
+	json_decref(slices);
+	rdp_dra_inventory_done(&inv);
+	rdp_host_free(h);
+}
+
+/* The validator's taint rules (validateDeviceTaint, the 64 devices of a tainted slice). */
+static void test_taint_validator(void)
+{
+	static const struct {
+		const char *taint, *err;
+	} cases[] = {
+		{"{\"key\":\"a.io/port-down\",\"effect\":\"NoSchedule\"}", NULL},
+		{"{\"key\":\"port-down\",\"value\":\"DOWN\",\"effect\":\"None\","
+		 "\"timeAdded\":\"2026-12-03T13:00:00Z\"}", NULL},
+		{"{\"key\":\"a.io/port-down\",\"effect\":\"PreferNoSchedule\"}", ".effect"},
+		{"{\"key\":\"a.io/port-down\"}", ".effect"},
+		{"{\"key\":\"A_.io/x\",\"effect\":\"NoSchedule\"}", ".key"},
+		{"{\"key\":\"a.io/-x\",\"effect\":\"NoSchedule\"}", ".key"},
+		{"{\"key\":\"\",\"effect\":\"NoSchedule\"}", ".key"},
+		{"{\"key\":\"x\",\"value\":\"a b\",\"effect\":\"NoSchedule\"}", ".value"},
+		{"{\"key\":\"x\",\"effect\":\"NoSchedule\",\"timeAdded\":5}", ".timeAdded"},
+	};
+
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		json_t *sl = good_slice(), *t = json_loads(cases[c].taint, 0, NULL);
+		char *e;
+
+		json_object_set_new(json_array_get(json_object_get(json_object_get(sl, "spec"),
+								   "devices"), 0),
+				    "taints", json_pack("[o]", t));
+		e = check(sl);
+		if (cases[c].err)
+			EXPECT_CONTAINS(e ? e : "", cases[c].err);
+		else
+			EXPECT_TRUE(e == NULL);
+		json_decref(sl);
+	}
+	/* 65 devices, one tainted: too many */
+	{
+		json_t *sl = good_slice(), *devs;
+
+		devs = json_object_get(json_object_get(sl, "spec"), "devices");
+		for (int i = 1; i < 65; i++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "d%d", i);
+			json_array_append_new(devs, json_pack("{s:s}", "name", name));
+		}
+		EXPECT_TRUE(check(sl) == NULL);
+		json_object_set_new(json_array_get(devs, 3), "taints",
+				    json_pack("[{s:s, s:s}]", "key", "x", "effect", "NoSchedule"));
+		EXPECT_CONTAINS(check(sl) ? check(sl) : "", "at most 64 with taints");
+		json_array_remove(devs, 64);
+		EXPECT_TRUE(check(sl) == NULL);
+		json_decref(sl);
+	}
+}
+
+static void test_quantity_equal(void)
+{
+	EXPECT_TRUE(rdp_dra_quantity_equal("1Gi", "1Gi"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("1Gi", "1024Mi"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("1073741824", "1Gi"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("0.5", "500m"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("1k", "1000"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("1e3", "1k"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("1E", "1000P"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("+2", "2"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("400G", "400000M"));
+	EXPECT_TRUE(rdp_dra_quantity_equal("16", "16.0"));
+	EXPECT_TRUE(!rdp_dra_quantity_equal("1Gi", "1G"));
+	EXPECT_TRUE(!rdp_dra_quantity_equal("1", "-1"));
+	EXPECT_TRUE(!rdp_dra_quantity_equal("1x", "1"));
+	EXPECT_TRUE(!rdp_dra_quantity_equal("", "0"));
+	EXPECT_TRUE(!rdp_dra_quantity_equal("1", NULL));
+	EXPECT_TRUE(rdp_dra_quantity_equal("abc", "abc")); /* not quantities: as strings */
+	EXPECT_TRUE(!rdp_dra_quantity_equal("99999999999999999999999999999999999999999Ei", "1"));
+}
+
+/*
+ * The comparison owns its fields only: what the API server adds (timeAdded, canonical
+ * quantities, fields of a newer API) is no difference; a taint gained or lost is.
+ */
+static void test_compare_owned(void)
+{
+	struct rdp_host *h = fake_host(3);
+	struct rdp_dra_inventory inv = {0};
+	json_t *d = NULL, *f, *fd, *put, *t;
+	struct rdp_dra_sync sy;
+
+	set_port(h, 1, RDP_PORT_DOWN);
+	rdp_dra_inventory_build(h, &inv);
+	rdp_dra_slices_build(&node, &inv, 0, &d);
+	json_object_set_new(json_array_get(devices_of(d, 0), 0), "capacity",
+			    json_pack("{s:{s:s}}", "mem", "value", "1024Mi"));
+	f = as_found(d, 3, "s");
+	fd = devices_of(f, 0);
+	/* as the API server returns it: timeAdded defaulted, the quantity canonicalised,
+	 * a field of a newer API, an empty field */
+	t = json_array_get(json_object_get(json_array_get(fd, 1), "taints"), 0);
+	json_object_set_new(t, "timeAdded", json_string("2026-12-03T13:00:00Z"));
+	json_object_set_new(json_object_get(json_object_get(json_array_get(fd, 0), "capacity"),
+					    "mem"), "value", json_string("1Gi"));
+	json_object_set_new(json_array_get(fd, 2), "futureField", json_string("x"));
+	json_object_set_new(json_array_get(fd, 2), "bindingConditions", json_array());
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
+	/* the exact JSON differs: the old comparison would have updated */
+	EXPECT_TRUE(!json_equal(fd, devices_of(d, 0)));
+	/* the update keeps the server's timeAdded */
+	put = rdp_dra_slice_for_update(json_array_get(d, 0), json_array_get(f, 0));
+	EXPECT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(
+		json_array_get(json_object_get(json_object_get(put, "spec"), "devices"), 1),
+		"taints"), 0), "timeAdded")), "2026-12-03T13:00:00Z");
+	/* ... only there: desired is untouched */
+	EXPECT_TRUE(!json_object_get(json_array_get(json_object_get(
+		json_array_get(devices_of(d, 0), 1), "taints"), 0), "timeAdded"));
+	json_decref(put);
+	/* another effect: no timeAdded kept, and a difference */
+	json_object_set_new(t, "effect", json_string("NoExecute"));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	put = rdp_dra_slice_for_update(json_array_get(d, 0), json_array_get(f, 0));
+	EXPECT_TRUE(!json_object_get(json_array_get(json_object_get(
+		json_array_get(json_object_get(json_object_get(put, "spec"), "devices"), 1),
+		"taints"), 0), "timeAdded"));
+	json_decref(put);
+	json_object_set_new(t, "effect", json_string("NoSchedule"));
+	/* the taint gone from what is found (someone removed it): update */
+	json_object_del(json_array_get(fd, 1), "taints");
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_set_new(json_array_get(fd, 1), "taints", json_array());
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_set_new(json_array_get(fd, 1), "taints", json_deep_copy(json_object_get(
+		json_array_get(devices_of(d, 0), 1), "taints")));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
+	/* [] is no taint */
+	json_object_set_new(json_array_get(fd, 0), "taints", json_array());
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
+	/* a taint found that is not wanted (the port came back): update */
+	json_object_set_new(json_array_get(fd, 0), "taints",
+			    json_pack("[{s:s, s:s}]", "key", "x", "effect", "NoSchedule"));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_del(json_array_get(fd, 0), "taints");
+	/* an attribute more, one less, another value: update */
+	json_object_set_new(json_object_get(json_array_get(fd, 2), "attributes"), "extra",
+			    json_pack("{s:b}", "bool", 1));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_del(json_object_get(json_array_get(fd, 2), "attributes"), "extra");
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
+	json_object_del(json_object_get(json_array_get(fd, 2), "attributes"), "rdma");
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_set_new(json_object_get(json_array_get(fd, 2), "attributes"), "rdma",
+			    json_pack("{s:b}", "bool", 0));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_set_new(json_object_get(json_array_get(fd, 2), "attributes"), "rdma",
+			    json_pack("{s:b}", "bool", 1));
+	/* another quantity: update */
+	json_object_set_new(json_object_get(json_object_get(json_array_get(fd, 0), "capacity"),
+					    "mem"), "value", json_string("1G"));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+	json_object_set_new(json_object_get(json_object_get(json_array_get(fd, 0), "capacity"),
+					    "mem"), "value", json_string("1073741824"));
+	EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+	EXPECT_EQ(sy.action, RDP_DRA_SYNC_UNCHANGED);
+	/* devices in another order, one less: update */
+	{
+		json_t *g = json_deep_copy(fd);
+
+		json_array_remove(fd, 2);
+		EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+		EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+		json_array_clear(fd);
+		json_array_append(fd, json_array_get(g, 1));
+		json_array_append(fd, json_array_get(g, 0));
+		json_array_append(fd, json_array_get(g, 2));
+		EXPECT_EQ(rdp_dra_slices_compare(f, d, &sy), 0);
+		EXPECT_EQ(sy.action, RDP_DRA_SYNC_UPDATE);
+		json_decref(g);
+	}
+	{
+		json_t *empty = json_array();
+
+		EXPECT_TRUE(rdp_dra_devices_owned_equal(NULL, empty));
+		json_decref(empty);
+	}
+	json_decref(f);
+	json_decref(d);
+	rdp_dra_inventory_done(&inv);
+	rdp_host_free(h);
+}
+
 int main(void)
 {
 	const char *fixtures = test_fixtures_dir("test-dra-slices");
@@ -614,6 +918,10 @@ int main(void)
 	test_generate_name();
 	test_sf_pci_bus_id();
 	test_compare();
+	test_taints();
+	test_taint_validator();
+	test_quantity_equal();
+	test_compare_owned();
 	if (fixtures) {
 		test_dgx(fixtures);
 		test_fixture_nodes(fixtures);
