@@ -46,7 +46,9 @@ static void test_names(void)
 static void test_first_of_request(void)
 {
 	char a[] = "a", b[] = "b", p[] = "p", d[] = "d";
-	struct rdp_dra_result r[] = {{a, p, d, false}, {b, p, d, false}, {a, p, d, false}};
+	struct rdp_dra_result r[] = {{.request = a, .pool = p, .device = d},
+				     {.request = b, .pool = p, .device = d},
+				     {.request = a, .pool = p, .device = d}};
 
 	EXPECT_TRUE(rdp_cdi_claim_first_of_request(r, 0));
 	EXPECT_TRUE(rdp_cdi_claim_first_of_request(r, 1));
