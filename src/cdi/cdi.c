@@ -291,9 +291,13 @@ static int check_devices(const struct rdp_cdi_spec *s)
 	for (size_t i = 0; i < s->n_devices; i++) {
 		const struct rdp_cdi_device *d = &s->devices[i];
 
-		if (!rdp_cdi_valid_device_name(d->name) || d->n_nodes == 0 ||
-		    d->n_nodes > RDP_CDI_MAX_NODES || !d->nodes)
+		if (!rdp_cdi_valid_device_name(d->name) || d->n_nodes + d->n_env == 0 ||
+		    d->n_nodes > RDP_CDI_MAX_NODES || (d->n_nodes && !d->nodes) ||
+		    d->n_env > RDP_CDI_MAX_ENV || (d->n_env && !d->env))
 			return -EINVAL;
+		for (size_t k = 0; k < d->n_env; k++)
+			if (!valid_env(d->env[k]))
+				return -EINVAL;
 	}
 	/* Unique names: the CDI library rejects a spec with "multiple device". */
 	if (s->n_devices > 1) {
@@ -356,6 +360,17 @@ int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json)
 		edits = json_object();
 		if (set(o, "containerEdits", edits) < 0)
 			return -ENOMEM;
+		if (d->n_env) {
+			json_t *env = json_array();
+
+			if (set(edits, "env", env) < 0)
+				return -ENOMEM;
+			for (size_t k = 0; k < d->n_env; k++)
+				if (json_array_append_new(env, json_string(d->env[k])) < 0)
+					return -ENOMEM;
+		}
+		if (!d->n_nodes)
+			continue;
 		r = -ENOMEM;
 		nodes = nodes_to_json(d->nodes, d->n_nodes, &r);
 		if (set(edits, "deviceNodes", nodes) < 0)

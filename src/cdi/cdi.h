@@ -92,7 +92,7 @@ struct rdp_cdi_node {
 
 struct rdp_cdi_device {
 	const char *name; /* rdp_cdi_valid_device_name(): the unit ID */
-	const struct rdp_cdi_node *nodes; /* at least one: the CDI library rejects empty edits */
+	const struct rdp_cdi_node *nodes; /* nodes or env: the CDI library rejects empty edits */
 	size_t n_nodes;
 	/*
 	 * A memlock hook of the device's own (the DRA driver's per-request memlock): with
@@ -101,6 +101,8 @@ struct rdp_cdi_device {
 	 */
 	bool own_memlock;
 	uint64_t memlock;
+	const char *const *env; /* the device's containerEdits.env, "K=V" as the top-level one */
+	size_t n_env;
 };
 
 /* One resource's spec. The renderer borrows everything; nothing is copied or freed. */
@@ -122,13 +124,13 @@ struct rdp_cdi_spec {
 };
 
 /*
- * The spec file's bytes: cdiVersion, kind, devices (each with containerEdits.deviceNodes of
- * {path, hostPath, permissions "rw"}), then the top-level containerEdits {env, deviceNodes,
+ * The spec file's bytes: cdiVersion, kind, devices (each with containerEdits {env, deviceNodes
+ * of {path, hostPath, permissions "rw"}}, each left out when empty), then the top-level containerEdits {env, deviceNodes,
  * hooks} (left out when all are empty, each left out when empty); keys in that order, indent 2,
  * UTF-8 as is, a trailing newline. The same spec always gives the same bytes.
  * Returns 0 with *ret_json (rdp_free() it), or 0 with *ret_json = NULL when the spec has no
  * device (no file: see above). -EINVAL when a rule is broken (a name, a path not absolute or
- * too long, a device without nodes, two devices of one name, an env entry without "K=" or
+ * too long, a device without nodes and env, two devices of one name, an env entry without "K=" or
  * not UTF-8, a bound exceeded), -ENOMEM.
  */
 int rdp_cdi_render(const struct rdp_cdi_spec *s, char **ret_json);

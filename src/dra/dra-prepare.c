@@ -153,14 +153,31 @@ static int answer_from_results(const char *uid, const struct rdp_dra_claim *c,
 			if (!d->share_id)
 				return -ENOMEM;
 		}
-		d->cdi_ids = rdp_calloc(1, sizeof(*d->cdi_ids));
+		d->cdi_ids = rdp_calloc(2, sizeof(*d->cdi_ids));
 		if (d->cdi_ids)
-			d->cdi_ids[0] = rdp_strdup(id);
+			d->cdi_ids[d->n_cdi_ids++] = rdp_strdup(id);
 		if (!d->request || !d->pool || !d->device || !d->cdi_ids || !d->cdi_ids[0])
 			return -ENOMEM;
-		d->n_cdi_ids = 1;
+		/* the request's variables, once per request (dra-cdi.h) */
+		if (!rdp_cdi_claim_first_of_request(c->results, i))
+			continue;
+		k = rdp_cdi_claim_request_id(uid, c->results[i].request, id, sizeof(id));
+		if (k < 0)
+			return k;
+		d->cdi_ids[d->n_cdi_ids] = rdp_strdup(id);
+		if (!d->cdi_ids[d->n_cdi_ids++])
+			return -ENOMEM;
 	}
 	return 0;
+}
+
+/* A claim prepared before per-request CDI devices: no device has more than its own ID. */
+static bool claim_env_layout(const struct rdp_dra_ckpt_claim *c)
+{
+	for (size_t i = 0; i < c->n_devices; i++)
+		if (c->devices[i].n_cdi_ids > 1)
+			return false;
+	return true;
 }
 
 /* The claim's results again, from what the checkpoint recorded. */
@@ -184,14 +201,14 @@ static int results_from_ckpt(const struct rdp_dra_ckpt_claim *c, struct rdp_dra_
 
 /* Renders and writes the claim's spec. 0, or the claim's error in *err (allocated). */
 static int write_spec(struct rdp_dra_prepare *p, const char *uid,
-		      const struct rdp_dra_result *results, size_t n, char **err)
+		      const struct rdp_dra_result *results, size_t n, bool claim_env, char **err)
 {
 	_cleanup_free_ char *json = NULL;
 	unsigned int omitted = 0;
 	int dirfd, k;
 
-	k = rdp_cdi_claim_spec_render(p->inv, uid, results, n, NULL, p->hook_path, p->memlock,
-				      &json, &omitted);
+	k = rdp_cdi_claim_spec_render_env(p->inv, uid, results, n, NULL, p->hook_path, p->memlock,
+					  claim_env, &json, &omitted);
 	if (k < 0) {
 		*err = rdp_asprintf("cannot render the claim's CDI spec: %s (a device is no longer "
 				    "usable on this node?)", strerror(-k));
@@ -332,7 +349,7 @@ static void prepare_claim(struct rdp_dra_prepare *p, struct pclaim *cl, const ch
 	     rdp_dra_checkpoint_find(&p->ckpt, cl->uid)->state != RDP_DRA_PREPARED) &&
 	    record(p, cl, &entry) < 0)
 		goto out;
-	k = write_spec(p, cl->uid, c.results, c.n_results, &err);
+	k = write_spec(p, cl->uid, c.results, c.n_results, false, &err);
 	if (k < 0) {
 		claim_fail(cl, err);
 		goto out;
@@ -521,7 +538,7 @@ static void prepare_again(struct rdp_dra_prepare *p, struct pclaim *cl,
 	int k = results_from_ckpt(ck, &results);
 
 	if (k >= 0 && ck->n_devices)
-		k = write_spec(p, cl->uid, results, ck->n_devices, &err);
+		k = write_spec(p, cl->uid, results, ck->n_devices, claim_env_layout(ck), &err);
 	if (k < 0) {
 		claim_fail(cl, err ? err : rdp_asprintf("%s", strerror(-k)));
 		return;

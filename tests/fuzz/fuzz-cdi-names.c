@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *copy, *fields[MAX_FIELDS], *p, cls[RDP_CDI_CLASS_MAX];
 	char paths[MAX_FIELDS][64];
-	struct rdp_cdi_device devs[MAX_FIELDS];
+	struct rdp_cdi_device devs[MAX_FIELDS] = {0};
 	struct rdp_cdi_node nodes[MAX_FIELDS];
 	const char *env[MAX_FIELDS];
 	struct rdp_cdi_spec s = {.devices = devs, .env = env};

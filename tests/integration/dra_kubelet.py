@@ -596,3 +596,14 @@ class DRAKubelet(kl.PluginWatcher):
 def cdi_ids(resp, uid):
     """All CDI device IDs of one claim in a NodePrepareResourcesResponse."""
     return [i for d in resp.claims[uid].devices for i in d.cdi_device_ids]
+
+
+def container_cdi_ids(resp, uid, request=""):
+    """The CDI device IDs kubelet hands a container that names claim `uid` with `request`
+    ("": the whole claim), as kubelet's ClaimInfo.cdiDevicesAsList() picks them: every device
+    of the claim whose request_names holds the request (or is empty), in answer order. For the
+    scheduler's extended-resource claim the request is the one
+    pod.status.extendedResourceClaimStatus.requestMappings maps to the container."""
+    return [i for d in resp.claims[uid].devices
+            if not request or not d.request_names or request in d.request_names
+            for i in d.cdi_device_ids]

@@ -156,12 +156,14 @@ def test_prepare_unprepare_both_versions(env):
         assert all(list(x.request_names) == ["nic"] and x.pool_name == NODE for x in devs)
         ids = [i for x in devs for i in x.cdi_device_ids]
         assert sorted(ids) == sorted("rdma-dp.io/claim=%s-%s" % (uid, n)
-                                     for n in (MLX5_0, MLX5_3))
+                                     for n in (MLX5_0, MLX5_3, "req-nic"))
+        # the request's variables once, with the request's first device
+        assert list(devs[0].cdi_device_ids)[1:] == ["rdma-dp.io/claim=%s-req-nic" % uid]
         spec = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)
         doc = json.loads(spec.read_text())
         assert doc["kind"] == "rdma-dp.io/claim"
         names = {x["name"] for x in doc["devices"]}
-        assert names == {"%s-%s" % (uid, MLX5_0), "%s-%s" % (uid, MLX5_3)}
+        assert names == {"%s-%s" % (uid, MLX5_0), "%s-%s" % (uid, MLX5_3), uid + "-req-nic"}
         ck = json.loads(env.checkpoint.read_text())
         assert ck["claims"][uid]["state"] == "prepared"
         # idempotent: the same answer again, no new read of the claim
@@ -342,13 +344,17 @@ def test_cdi_specs_load_in_the_reference_library(env, validator, rdma_dp,  # noq
     assert res["registry"] == {"devices": ids, "errors": {}}
     assert res["specs"][0]["ok"] and res["specs"][0]["kind"] == "rdma-dp.io/claim"
     doc = json.loads(spec.read_text())
-    nodes = {n["path"] for dev in doc["devices"] for n in dev["containerEdits"]["deviceNodes"]}
+    nodes = {n["path"] for dev in doc["devices"]
+             for n in dev["containerEdits"].get("deviceNodes", [])}
     char = {x["name"]: x["char_devices"] for x in discover_usable(rdma_dp, fixtures_dir,
                                                                   "dgx-h100")}
     assert nodes == set(char["mlx5_0"]) | set(char["mlx5_3"]), nodes
     top = doc["containerEdits"]
     assert [n["path"] for n in top["deviceNodes"]] == ["/dev/infiniband/rdma_cm"]
-    assert "RDMA_DEVICE_NIC=mlx5_0:1" in top["env"] and "RDMA_DEVICE_NIC2=mlx5_3:1" in top["env"]
+    assert "env" not in top
+    env_of = {x["name"]: x["containerEdits"].get("env") for x in doc["devices"]}
+    assert env_of[uid + "-req-nic"][0] == "RDMA_DEVICE_NIC=mlx5_0:1"
+    assert env_of[uid + "-req-nic2"][0] == "RDMA_DEVICE_NIC2=mlx5_3:1"
     stopped_clean(d)
 
 
@@ -401,3 +407,70 @@ def test_stops_promptly_while_the_api_server_hangs(env):
     t.join(10)
     assert not t.is_alive()
     env.api.outage(None)
+
+
+def test_per_request_cdi_devices_two_containers(env, rdma_dp, fixtures_dir, tmp_path):
+    """A claim with two requests, one per container (what the scheduler makes of a pod whose
+    two containers each ask for an extended resource, and what a user claim may say): kubelet
+    hands each container the CDI IDs of its request (dra_kubelet.container_cdi_ids(), as
+    cdiDevicesAsList does), and podman runs each with them. Each container gets only its NIC's
+    char devices and variables naming only its NIC; the whole claim gets both."""
+    import dra_kubelet
+    import podman_run as P
+    node = P.harmless_node(fixtures_dir, "dgx-h100", tmp_path / "dgx")
+    d = start(env, node, extra=("--memlock-hook", "none"))
+    c = env.claim("two", [("container-0-request-0", NODE, MLX5_0),
+                          ("container-1-request-0", NODE, MLX5_3)])
+    uid = c["metadata"]["uid"]
+    resp = env.kubelet.prepare([c])
+    char = {x["name"]: {os.path.basename(p) for p in x["char_devices"]}
+            for x in discover_usable(rdma_dp, fixtures_dir, "dgx-h100")}
+    want = {"container-0-request-0": ("mlx5_0:1", char["mlx5_0"]),
+            "container-1-request-0": ("mlx5_3:1", char["mlx5_3"])}
+    assert not char["mlx5_0"] & char["mlx5_3"]
+    for req, (hca, nodes) in want.items():
+        ids = dra_kubelet.container_cdi_ids(resp, uid, req)
+        assert len(ids) == 2, ids
+        r = P.run(cdi_names=ids, cdi_dir=env.cdi_dir, dev_root=node / "dev")
+        var = "RDMA_DEVICE_" + req.upper().replace("-", "_")
+        assert r.added_env == {var: hca, "NCCL_IB_HCA": "=" + hca, "UCX_NET_DEVICES": hca}, \
+            (req, r.added_env)
+        assert set(r.nodes) == nodes | {"rdma_cm"}, r.nodes
+    # the whole claim (a container naming the claim without a request): both NICs' nodes and
+    # both requests' RDMA_DEVICE_*
+    r = P.run(cdi_names=dra_kubelet.container_cdi_ids(resp, uid), cdi_dir=env.cdi_dir,
+              dev_root=node / "dev")
+    assert set(r.nodes) == char["mlx5_0"] | char["mlx5_3"] | {"rdma_cm"}
+    assert r.added_env["RDMA_DEVICE_CONTAINER_0_REQUEST_0"] == "mlx5_0:1"
+    assert r.added_env["RDMA_DEVICE_CONTAINER_1_REQUEST_0"] == "mlx5_3:1"
+    stopped_clean(d)
+
+
+def test_claim_prepared_before_per_request_devices_keeps_its_layout(env):
+    """A claim an older rdma-dp prepared (its checkpoint answer names NIC IDs only, which
+    kubelet keeps) whose spec a reboot removed: written again as it was then, every variable
+    top-level over the claim, so the IDs kubelet holds still bring the NICs and variables."""
+    d = start(env)
+    c = env.claim("old", [("nic", NODE, MLX5_0), ("nic2", NODE, MLX5_3)])
+    uid = c["metadata"]["uid"]
+    env.kubelet.prepare([c])
+    stopped_clean(d)
+    ck = json.loads(env.checkpoint.read_text())
+    for dev in ck["claims"][uid]["devices"]:
+        dev["cdi_ids"] = dev["cdi_ids"][:1]  # what the older driver recorded
+    env.checkpoint.write_text(json.dumps(ck))
+    spec = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)
+    spec.unlink()
+    d2 = start(env)
+    again = env.kubelet.prepare([c])
+    ids = [i for x in again.claims[uid].devices for i in x.cdi_device_ids]
+    assert ids == ["rdma-dp.io/claim=%s-%s" % (uid, n) for n in (MLX5_0, MLX5_3)]
+    doc = json.loads(spec.read_text())
+    assert sorted(x["name"] for x in doc["devices"]) == ["%s-%s" % (uid, n)
+                                                         for n in (MLX5_0, MLX5_3)]
+    env_top = doc["containerEdits"]["env"]
+    assert env_top[:2] == ["RDMA_DEVICE_NIC=mlx5_0:1", "RDMA_DEVICE_NIC2=mlx5_3:1"], env_top
+    assert any(v.startswith("NCCL_IB_HCA==") for v in env_top), env_top
+    env.kubelet.unprepare([c])
+    assert not spec.exists()
+    stopped_clean(d2)

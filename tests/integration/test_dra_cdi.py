@@ -2,7 +2,8 @@
 and its ResourceSlices (src/dra/dra-slices.c) for every fixture node.
 
 tests/tools/dra-render discovers a fixture node and writes the spec of one claim
-(rdma-dp.io-claim_<uid>.json, kind rdma-dp.io/claim, devices "<uid>-<DRA device name>");
+(rdma-dp.io-claim_<uid>.json, kind rdma-dp.io/claim, devices "<uid>-<DRA device name>" with
+the nodes, then "<uid>-req-<request>" with each request's variables);
 tests/tools/cdi-validate (the CDI Go library v0.5.2, see test_cdi_spec.py) reads it with the
 schema validator, and tests/tools/cdi-validate-current (the current library) with its own checks;
 each builds a registry over the directory and injects device IDs into an empty
@@ -47,6 +48,8 @@ def ports(dev, traffic=False):
 
 
 def check_claim(validator, fixtures_dir, node, outdir, names, inject, env, host):  # noqa: F811
+    """names: every CDI device of the spec ("<DRA device name>" or "req-<request>"), inject: the
+    ones a container is given; its nodes are those of the DRA devices among them."""
     path = outdir / f"rdma-dp.io-claim_{UID}.json"
     all_ids = [f"rdma-dp.io/claim={UID}-{n}" for n in names]
     rc, res = validate(validator, path, dir=outdir,
@@ -60,13 +63,14 @@ def check_claim(validator, fixtures_dir, node, outdir, names, inject, env, host)
     by_name = {dra_name(d["unit_id"]): d for d in host["devices"] if d["usable"]}
     want = {"/dev/infiniband/rdma_cm"}
     for n in inject:
-        want |= set(by_name[n]["char_devices"])
+        if not n.startswith("req-"):
+            want |= set(by_name[n]["char_devices"])
     got = {d["path"]: d for d in inj["devices"]}
     assert set(got) == want
     for p, d in got.items():
         st = os.stat(fixtures_dir / node / p.lstrip("/"))
         assert (d["major"], d["minor"]) == (os.major(st.st_rdev), os.minor(st.st_rdev)), p
-    assert inj["env"] == env
+    assert (inj["env"] or []) == env  # None: no variable at all
     return by_name
 
 
@@ -83,17 +87,27 @@ def test_dgx_h100_claim(validator, dra_render, rdma_dp, fixtures_dir, tmp_path):
              f"nic={a}", f"nic={b}", f"storage/ethernet={s}")
     assert p.returncode == 0, p.stderr
     f = tmp_path / f"rdma-dp.io-claim_{UID}.json"
+    names = [a, b, s, "req-nic", "req-storage"]
     assert p.stdout.splitlines() == [f"written {f}"] + \
-        [f"rdma-dp.io/claim={UID}-{n}" for n in (a, b, s)]
+        [f"rdma-dp.io/claim={UID}-{n}" for n in names]
     assert oct(f.stat().st_mode & 0o7777) == "0o644"
-    env = [f"RDMA_DEVICE_NIC={ports(ib[0])},{ports(ib[1])}",
-           f"RDMA_DEVICE_STORAGE={ports(eth[0])}"]
-    hca = ",".join(x for x in (ports(d, True) for d in (ib[0], ib[1], eth[0])) if x)
-    assert hca
-    env += [f"NCCL_IB_HCA=={hca}", f"UCX_NET_DEVICES={hca}"]
-    check_claim(validator, fixtures_dir, "dgx-h100", tmp_path, [a, b, s], [a, b, s], env, host)
-    # one device alone: its nodes and rdma_cm, nothing of the others; the claim's env
-    check_claim(validator, fixtures_dir, "dgx-h100", tmp_path, [a, b, s], [b], env, host)
+
+    def hca(*devs):
+        return ",".join(x for x in (ports(d, True) for d in devs) if x)
+    nic = [f"RDMA_DEVICE_NIC={ports(ib[0])},{ports(ib[1])}"]
+    assert hca(ib[0], ib[1]) and hca(eth[0])
+    nic += [f"NCCL_IB_HCA=={hca(ib[0], ib[1])}", f"UCX_NET_DEVICES={hca(ib[0], ib[1])}"]
+    storage = [f"RDMA_DEVICE_STORAGE={ports(eth[0])}",
+               f"NCCL_IB_HCA=={hca(eth[0])}", f"UCX_NET_DEVICES={hca(eth[0])}"]
+    # a container given request nic (what kubelet hands it: the devices of nic and nic's ID):
+    # nic's nodes and variables, nothing of storage's
+    check_claim(validator, fixtures_dir, "dgx-h100", tmp_path, names, [a, b, "req-nic"], nic,
+                host)
+    # request storage alone: its NIC, its variables
+    check_claim(validator, fixtures_dir, "dgx-h100", tmp_path, names, [s, "req-storage"],
+                storage, host)
+    # one device alone: its nodes and rdma_cm, no variable
+    check_claim(validator, fixtures_dir, "dgx-h100", tmp_path, names, [b], [], host)
     # the same claim again: unchanged, same file
     ino = f.stat().st_ino
     p = spec(dra_render, fixtures_dir, "dgx-h100", tmp_path, UID,
@@ -113,7 +127,8 @@ def test_sf_and_rxe_names(validator, dra_render, rdma_dp, fixtures_dir, tmp_path
         env = [f"RDMA_DEVICE_NIC={ports(dev)}"]
         if ports(dev, True):
             env += [f"NCCL_IB_HCA=={ports(dev, True)}", f"UCX_NET_DEVICES={ports(dev, True)}"]
-        check_claim(validator, fixtures_dir, node, out, [name], [name], env, host)
+        check_claim(validator, fixtures_dir, node, out, [name, "req-nic"], [name, "req-nic"], env,
+                    host)
 
 
 def test_refused(dra_render, fixtures_dir, tmp_path):

@@ -159,7 +159,10 @@ def test_two_claims_share_one_nic(env, validator):  # noqa: F811
     spec2 = env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid(c2))
     rc, res = validate(validator, spec1, spec2, dir=env.cdi_dir)
     assert rc == 0, json.dumps(res, indent=2)
-    assert res["registry"] == {"devices": sorted([id1, id2]), "errors": {}}
+    # each share's CDI device, and each claim's request device (its variables, dra-cdi.h)
+    req1, req2 = ("rdma-dp.io/claim=%s-req-nic" % uid(x) for x in (c1, c2))
+    assert list(a1.devices[0].cdi_device_ids) == [id1, req1]
+    assert res["registry"] == {"devices": sorted([id1, id2, req1, req2]), "errors": {}}
     ck = json.loads(env.checkpoint.read_text())["claims"]
     assert ck[uid(c1)]["devices"][0]["share_id"] == s1
     assert ck[uid(c2)]["devices"][0]["share_id"] == s2
@@ -192,18 +195,21 @@ def test_two_claims_share_one_nic(env, validator):  # noqa: F811
 
 def test_two_shares_of_one_nic_in_one_claim(env):
     """Two requests of one claim, each given a share of mlx5_0: two CDI devices, one per
-    share; the HCA once in NCCL_IB_HCA."""
+    share, and one per request with its variables; the HCA once in each NCCL_IB_HCA."""
     d = start(env)
     c, (s1, s2) = shared_claim(env, "two", [("a", MLX5_0), ("b", MLX5_0)])
     a = env.kubelet.prepare([c]).claims[uid(c)]
     assert not a.error
     names = sorted(i for x in a.devices for i in x.cdi_device_ids)
-    assert names == sorted("rdma-dp.io/claim=%s-%s-%s" % (uid(c), MLX5_0, s)
-                           for s in (s1, s2))
+    assert names == sorted(["rdma-dp.io/claim=%s-%s-%s" % (uid(c), MLX5_0, s)
+                            for s in (s1, s2)] +
+                           ["rdma-dp.io/claim=%s-req-%s" % (uid(c), r) for r in "ab"])
     doc = json.loads((env.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid(c))).read_text())
-    assert len(doc["devices"]) == 2
-    env_vars = doc["containerEdits"]["env"]
-    assert "NCCL_IB_HCA==mlx5_0:1" in env_vars, env_vars
-    assert "RDMA_DEVICE_A=mlx5_0:1" in env_vars and "RDMA_DEVICE_B=mlx5_0:1" in env_vars
+    assert len(doc["devices"]) == 4
+    env_of = {x["name"]: x["containerEdits"].get("env") for x in doc["devices"]}
+    for r in "ab":
+        assert env_of["%s-req-%s" % (uid(c), r)] == [
+            "RDMA_DEVICE_%s=mlx5_0:1" % r.upper(), "NCCL_IB_HCA==mlx5_0:1",
+            "UCX_NET_DEVICES=mlx5_0:1"], env_of
     env.kubelet.unprepare([c])
     stopped_clean(d)

@@ -702,7 +702,8 @@ def test_dra_kustomization(dra_rendered):
         ("ValidatingAdmissionPolicy", "rdma-dp-dra-own-node-slices"),
         ("ValidatingAdmissionPolicyBinding", "rdma-dp-dra-own-node-slices"),
         ("DeviceClass", "rdma-nic"), ("DeviceClass", "rdma-nic-ib"),
-        ("DeviceClass", "rdma-nic-roce"), ("DaemonSet", "rdma-dp-dra")])
+        ("DeviceClass", "rdma-nic-roce"), ("DeviceClass", "rdma-hca-shared-devices-a"),
+        ("DaemonSet", "rdma-dp-dra")])
     # least privilege: exactly these rules, a watch of slices only (the driver follows its
     # own: dra-follow.h), no wildcard; of a claim only its status is written (status.devices,
     # for this driver's name only)
@@ -765,11 +766,15 @@ def test_dra_kustomization(dra_rendered):
         mounts["host-dev"]["mountPath"]
     assert _flag(c["args"], "--cdi-spec-dir") == "/var/run/cdi"
     # DeviceClasses select this driver's devices by attributes it publishes
-    for name in ("rdma-nic", "rdma-nic-ib", "rdma-nic-roce"):
+    for name in ("rdma-nic", "rdma-nic-ib", "rdma-nic-roce", "rdma-hca-shared-devices-a"):
         expr = _one(docs, "DeviceClass", name)["spec"]["selectors"][0]["cel"]["expression"]
         assert 'device.driver == "%s"' % DRA_DRIVER in expr, expr
         used = set(re.findall(r'\.attributes\["%s"\]\.(\w+)' % re.escape(DRA_DRIVER), expr))
         assert used and used <= DRA_ATTRIBUTES, (name, used)
+    # the seeds' resource name, served by DRA, by this class alone
+    ext = {d["metadata"]["name"]: d["spec"]["extendedResourceName"] for d in docs
+           if d["kind"] == "DeviceClass" and d["spec"].get("extendedResourceName")}
+    assert ext == {"rdma-hca-shared-devices-a": "rdma/hca_shared_devices_a"}
 
 
 def test_dra_examples():

@@ -5,7 +5,8 @@
  *   dra-render spec [--host-prefix P] SYSFS_ROOT DEV_ROOT OUTDIR CLAIM_UID REQUEST=DEVICE...
  *     writes OUTDIR/rdma-dp.io-claim_<uid>.json with src/dra/dra-cdi.c for the results given
  *     (DEVICE: a DRA device name, "pci-0000-18-00-0"; REQUEST may be "main/sub"), prints
- *     "written FILE" or "unchanged FILE" then one CDI device ID per line; exit status 1 with
+ *     "written FILE" or "unchanged FILE" then one CDI device ID per line (the devices', then
+ *     the requests' "<uid>-req-<request>" in first-appearance order); exit status 1 with
  *     the reason on stderr (an unknown device, a bad UID).
  *   dra-render slices SYSFS_ROOT DEV_ROOT NODE NODE_UID [DRIVER]
  *     prints the node's ResourceSlices (a JSON array, src/dra/dra-slices.c, generation 1) after
@@ -95,6 +96,10 @@ static int cmd_spec(int argc, char **argv, struct rdp_dra_inventory *inv, const 
 		if (!earlier && rdp_cdi_claim_device_id(uid, res[i].device, id, sizeof(id)) == 0)
 			printf("%s\n", id);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (rdp_cdi_claim_first_of_request(res, i) &&
+		    rdp_cdi_claim_request_id(uid, res[i].request, id, sizeof(id)) == 0)
+			printf("%s\n", id);
 	ret = 0;
 out:
 	rdp_free(json);

@@ -325,6 +325,64 @@ static void test_render_invalid(void)
 }
 
 /* 8192 devices renders; their names must all be distinct. */
+/* A device of env only (the DRA driver's per-request devices), and one with both. */
+static void test_render_device_env(void)
+{
+	static const char *const env1[] = {"RDMA_DEVICE_NIC=mlx5_0:1", "NCCL_IB_HCA==mlx5_0:1"};
+	static const char *const bad[] = {"=x"};
+	struct rdp_cdi_device devs[2] = {
+		{"0000:18:00.0", dev1_nodes, 1, env1, 1},
+		{"req-nic", NULL, 0, env1, 2},
+	};
+	struct rdp_cdi_spec s = {.class = "claim", .devices = devs, .n_devices = 2};
+	char *json = NULL;
+	const char *want =
+		"{\n"
+		"  \"cdiVersion\": \"0.5.0\",\n"
+		"  \"kind\": \"rdma-dp.io/claim\",\n"
+		"  \"devices\": [\n"
+		"    {\n"
+		"      \"name\": \"0000:18:00.0\",\n"
+		"      \"containerEdits\": {\n"
+		"        \"env\": [\n"
+		"          \"RDMA_DEVICE_NIC=mlx5_0:1\"\n"
+		"        ],\n"
+		"        \"deviceNodes\": [\n"
+		"          {\n"
+		"            \"path\": \"/dev/infiniband/uverbs1\",\n"
+		"            \"permissions\": \"rw\"\n"
+		"          }\n"
+		"        ]\n"
+		"      }\n"
+		"    },\n"
+		"    {\n"
+		"      \"name\": \"req-nic\",\n"
+		"      \"containerEdits\": {\n"
+		"        \"env\": [\n"
+		"          \"RDMA_DEVICE_NIC=mlx5_0:1\",\n"
+		"          \"NCCL_IB_HCA==mlx5_0:1\"\n"
+		"        ]\n"
+		"      }\n"
+		"    }\n"
+		"  ]\n"
+		"}\n";
+
+	EXPECT_EQ(rdp_cdi_render(&s, &json), 0);
+	EXPECT_STREQ(json, want);
+	rdp_free(json);
+	/* neither nodes nor env: empty edits */
+	devs[1].n_env = 0;
+	json = NULL;
+	EXPECT_EQ(rdp_cdi_render(&s, &json), -EINVAL);
+	EXPECT_TRUE(json == NULL);
+	/* an invalid variable, env without its array */
+	devs[1].env = bad;
+	devs[1].n_env = 1;
+	EXPECT_EQ(rdp_cdi_render(&s, &json), -EINVAL);
+	devs[1].env = NULL;
+	EXPECT_EQ(rdp_cdi_render(&s, &json), -EINVAL);
+}
+
 static void test_render_max(void)
 {
 	struct rdp_cdi_device *devs = calloc(RDP_CDI_MAX_DEVICES, sizeof(*devs));
@@ -565,6 +623,7 @@ int main(void)
 	test_names();
 	test_render();
 	test_render_invalid();
+	test_render_device_env();
 	test_render_max();
 
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-cdi.XXXXXX");

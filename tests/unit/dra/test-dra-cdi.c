@@ -35,6 +35,24 @@ static void test_names(void)
 	EXPECT_STREQ(b, "rdma-dp.io/claim=" UID "-pci-0000-18-00-0");
 	EXPECT_EQ(rdp_cdi_claim_device_id(UID, "pci-0000-18-00-0", b, 10), -ENOBUFS);
 	EXPECT_EQ(rdp_cdi_claim_device_id(UID, "a b", b, sizeof(b)), -EINVAL);
+	EXPECT_EQ(rdp_cdi_claim_request_id(UID, "nic", b, sizeof(b)), 0);
+	EXPECT_STREQ(b, "rdma-dp.io/claim=" UID "-req-nic");
+	EXPECT_EQ(rdp_cdi_claim_request_id(UID, "container-0-request-0", b, 20), -ENOBUFS);
+	EXPECT_EQ(rdp_cdi_claim_request_id(UID, "", b, sizeof(b)), -EINVAL);
+	EXPECT_EQ(rdp_cdi_claim_request_id(UID, "a/b", b, sizeof(b)), -EINVAL);
+	EXPECT_EQ(rdp_cdi_claim_request_id("a_b", "nic", b, sizeof(b)), -EINVAL);
+}
+
+static void test_first_of_request(void)
+{
+	char a[] = "a", b[] = "b", p[] = "p", d[] = "d";
+	struct rdp_dra_result r[] = {{.request = a, .pool = p, .device = d},
+				     {.request = b, .pool = p, .device = d},
+				     {.request = a, .pool = p, .device = d}};
+
+	EXPECT_TRUE(rdp_cdi_claim_first_of_request(r, 0));
+	EXPECT_TRUE(rdp_cdi_claim_first_of_request(r, 1));
+	EXPECT_TRUE(!rdp_cdi_claim_first_of_request(r, 2));
 }
 
 static void test_dgx(const char *fixtures)
@@ -63,10 +81,39 @@ static void test_dgx(const char *fixtures)
 	j = json_loads(json ? json : "", 0, NULL);
 	EXPECT_STREQ(json_string_value(json_object_get(j, "kind")), "rdma-dp.io/claim");
 	json_t *devs = json_object_get(j, "devices");
-	EXPECT_EQ(json_array_size(devs), 2); /* d0 once */
+	EXPECT_EQ(json_array_size(devs), 4); /* d0 once, d1; the requests nic and st */
 	EXPECT_STREQ(json_string_value(json_object_get(json_array_get(devs, 0), "name")),
 		     UID "-pci-0000-18-00-0");
-	json_t *env = json_object_get(json_object_get(j, "containerEdits"), "env");
+	EXPECT_TRUE(!json_object_get(json_object_get(json_array_get(devs, 0), "containerEdits"),
+				     "env"));
+	/* each request's variables on its own device, over its devices only */
+	json_t *nic_dev = json_array_get(devs, 2), *st_dev = json_array_get(devs, 3);
+	EXPECT_STREQ(json_string_value(json_object_get(nic_dev, "name")), UID "-req-nic");
+	EXPECT_TRUE(!json_object_get(json_object_get(nic_dev, "containerEdits"), "deviceNodes"));
+	json_t *env = json_object_get(json_object_get(nic_dev, "containerEdits"), "env");
+	EXPECT_EQ(json_array_size(env), 3);
+	EXPECT_STREQ(json_string_value(json_array_get(env, 0)), "RDMA_DEVICE_NIC=mlx5_0:1,mlx5_1:1");
+	EXPECT_STREQ(json_string_value(json_array_get(env, 1)), "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1");
+	EXPECT_STREQ(json_string_value(json_array_get(env, 2)), "UCX_NET_DEVICES=mlx5_0:1,mlx5_1:1");
+	EXPECT_STREQ(json_string_value(json_object_get(st_dev, "name")), UID "-req-st");
+	env = json_object_get(json_object_get(st_dev, "containerEdits"), "env");
+	EXPECT_EQ(json_array_size(env), 3);
+	EXPECT_STREQ(json_string_value(json_array_get(env, 0)), "RDMA_DEVICE_ST=mlx5_0:1");
+	EXPECT_STREQ(json_string_value(json_array_get(env, 1)), "NCCL_IB_HCA==mlx5_0:1");
+	EXPECT_STREQ(json_string_value(json_array_get(env, 2)), "UCX_NET_DEVICES=mlx5_0:1");
+	/* top level: rdma_cm, no variable */
+	EXPECT_TRUE(!json_object_get(json_object_get(j, "containerEdits"), "env"));
+	EXPECT_TRUE(json_object_get(json_object_get(j, "containerEdits"), "deviceNodes") != NULL);
+	json_decref(j);
+	rdp_free(json);
+
+	/* the layout of claims prepared before per-request devices: every variable top-level */
+	json = NULL;
+	EXPECT_EQ(rdp_cdi_claim_spec_render_env(&inv, UID, res, 3, NULL, NULL, 0, true, &json,
+						&omitted), 0);
+	j = json_loads(json ? json : "", 0, NULL);
+	EXPECT_EQ(json_array_size(json_object_get(j, "devices")), 2);
+	env = json_object_get(json_object_get(j, "containerEdits"), "env");
 	EXPECT_EQ(json_array_size(env), 4);
 	EXPECT_STREQ(json_string_value(json_array_get(env, 0)), "RDMA_DEVICE_NIC=mlx5_0:1,mlx5_1:1");
 	EXPECT_STREQ(json_string_value(json_array_get(env, 1)), "RDMA_DEVICE_ST=mlx5_0:1");
@@ -149,6 +196,7 @@ int main(void)
 	const char *fixtures = test_fixtures_dir("test-dra-cdi");
 
 	test_names();
+	test_first_of_request();
 	if (fixtures)
 		test_dgx(fixtures);
 	return test_summary("test-dra-cdi");

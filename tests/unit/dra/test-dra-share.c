@@ -240,13 +240,22 @@ static void test_dgx(const char *fixtures)
 	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, NULL, NULL, 0, &json, NULL), 0);
 	j = json ? json_loads(json, 0, NULL) : NULL;
 	devs = json_object_get(j, "devices");
-	EXPECT_EQ(json_array_size(devs), 2);
+	EXPECT_EQ(json_array_size(devs), 4); /* the two shares, then the requests nic and st */
 	EXPECT_STREQ(json_string_value(json_object_get(json_array_get(devs, 0), "name")),
 		     UID "-pci-0000-18-00-0-" S1);
 	EXPECT_STREQ(json_string_value(json_object_get(json_array_get(devs, 1), "name")),
 		     UID "-pci-0000-18-00-0-" S2);
+	EXPECT_STREQ(json_string_value(json_object_get(json_array_get(devs, 2), "name")),
+		     UID "-req-nic");
 	EXPECT_CONTAINS(json, "NCCL_IB_HCA==mlx5_0:1\"");
 	json_decref(j);
+	rdp_free(json);
+	/* two shares of one NIC in one request: one HCA in that request's NCCL_IB_HCA */
+	res[1].request = nic;
+	json = NULL;
+	EXPECT_EQ(rdp_cdi_claim_spec_render(&inv, UID, res, 3, NULL, NULL, 0, &json, NULL), 0);
+	EXPECT_CONTAINS(json, "\"NCCL_IB_HCA==mlx5_0:1\"");
+	EXPECT_CONTAINS(json, "\"RDMA_DEVICE_NIC=mlx5_0:1\"");
 	rdp_free(json);
 	rdp_dra_inventory_done(&inv);
 	rdp_host_free(h);
