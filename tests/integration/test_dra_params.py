@@ -51,13 +51,18 @@ def claim(env, name, devices, configs):
 
 
 def hooks_of(spec):
-    """{"top": memlock arg or None, device name suffix: memlock arg or None}."""
+    """{"top": memlock arg or None, NIC device name suffix: memlock arg or None}."""
     def arg(edits):
         h = (edits or {}).get("hooks") or []
         assert len(h) <= 1, h
         return h[0]["args"][h[0]["args"].index("--memlock") + 1] if h else None
     out = {"top": arg(spec.get("containerEdits"))}
     for d in spec["devices"]:
+        if "-req-" in d["name"]:
+            # a request's device (dra-cdi.h): its variables only; the limit rides on the
+            # devices of the request's NICs, which a container given the request also gets
+            assert arg(d["containerEdits"]) is None and not d["containerEdits"].get("deviceNodes"), d
+            continue
         out[d["name"].split("-", 5)[-1]] = arg(d["containerEdits"])
     return out
 

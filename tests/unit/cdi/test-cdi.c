@@ -331,8 +331,8 @@ static void test_render_device_env(void)
 	static const char *const env1[] = {"RDMA_DEVICE_NIC=mlx5_0:1", "NCCL_IB_HCA==mlx5_0:1"};
 	static const char *const bad[] = {"=x"};
 	struct rdp_cdi_device devs[2] = {
-		{"0000:18:00.0", dev1_nodes, 1, env1, 1},
-		{"req-nic", NULL, 0, env1, 2},
+		{.name = "0000:18:00.0", .nodes = dev1_nodes, .n_nodes = 1, .env = env1, .n_env = 1},
+		{.name = "req-nic", .env = env1, .n_env = 2},
 	};
 	struct rdp_cdi_spec s = {.class = "claim", .devices = devs, .n_devices = 2};
 	char *json = NULL;
