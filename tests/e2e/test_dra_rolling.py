@@ -106,8 +106,25 @@ def test_rollout_restart_without_a_gap(dra):
     pod = next(d for d in docs if d["kind"] == "Pod")
     pod["metadata"]["name"] = "rdma-roll-b"
     apply(c, docs)
-    cl.wait_for("the old rdma-dp-dra pod gone", lambda: old_uid not in [
-        p["metadata"]["uid"] for p in observe()] and len(driver_pods(c)) == 1, 240, 0.5)
+    def old_gone():
+        return old_uid not in [p["metadata"]["uid"] for p in observe()] and len(driver_pods(c)) == 1
+    try:
+        cl.wait_for("the old rdma-dp-dra pod gone", old_gone, 90, 0.5)
+    except cl.ClusterError as e:
+        # Seen once in a full make e2e (2026-12-03): the surge pod Running and Ready for
+        # minutes, the old one never deleted, kube-controller-manager's DaemonSet controller
+        # having logged "read version ... is not as new as written version" when the
+        # DaemonSet was created. What this test checks is rdma-dp's side of the overlap, so
+        # the DaemonSet is touched (an annotation: no new rollout) to have the controller
+        # sync it again, and the state it found is printed.
+        pods = [(p["metadata"]["name"], p["metadata"]["uid"] == old_uid,
+                 [(x["type"], x["status"]) for x in p.get("status", {}).get("conditions", [])])
+                for p in driver_pods(c)]
+        print("\n%s; DaemonSet status %s; pods %s: annotating the DaemonSet" % (
+            e, json.dumps(c.get("daemonset", "-n", "kube-system", "rdma-dp-dra").get("status")), pods))
+        c.kubectl("annotate", "daemonset", "-n", "kube-system", "rdma-dp-dra", "--overwrite",
+                  "rdma-dp.io/e2e-resync=%d" % time.time())
+        cl.wait_for("the old rdma-dp-dra pod gone (after the resync)", old_gone, 150, 0.5)
     c.kubectl("rollout", "status", "daemonset/rdma-dp-dra", "-n", "kube-system", "--timeout=180s",
               timeout=200)
     c.wait_pod("default", "rdma-roll-b", timeout=180)
