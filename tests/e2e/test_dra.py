@@ -380,11 +380,13 @@ def test_one_nic_from_a_claim_template(dra):
     pr = cl.podresources_pb2()
     got = cl.podresources(c, "Get", pr.GetPodResourcesRequest(pod_name="rdma-one-nic", pod_namespace="default"))
     dyn = {ct.name: [(d.claim_name, d.claim_namespace,
-                      [(r.driver_name, r.pool_name, r.device_name, [x.name for x in r.cdi_devices])
+                      [(r.driver_name, r.pool_name, r.device_name, sorted(x.name for x in r.cdi_devices))
                        for r in d.claim_resources]) for d in ct.dynamic_resources]
            for ct in got.pod_resources.containers}
+    # the NIC's CDI device (its nodes) and its request's (the request's variables: dra-cdi.h)
     assert dyn == {"app": [(claim["metadata"]["name"], "default",
-                            [(DRIVER, cl.NODE, device, ["rdma-dp.io/claim=%s-%s" % (uid, device)])])],
+                            [(DRIVER, cl.NODE, device, sorted(["rdma-dp.io/claim=%s-%s" % (uid, device),
+                                                               "rdma-dp.io/claim=%s-req-nic" % uid]))])],
                    "no-claim": []}, dyn
     assert spec_file(c, uid).exists()
     assert checkpoint(c)[uid]["state"] == "prepared"

@@ -90,7 +90,9 @@ def test_dra_publishes_rxe_and_claim_carries_traffic(dra):
         uid = c["metadata"]["uid"]
         resp = dra.kubelet.prepare([c])
         ids = [i for x in resp.claims[uid].devices for i in x.cdi_device_ids]
-        assert len(ids) == 1, resp
+        # the NIC's CDI device (its nodes) and its request's (the request's variables)
+        assert sorted(ids) == sorted("rdma-dp.io/claim=%s-%s" % (uid, part)
+                                     for part in (devs[ib]["name"], "req-nic")), resp
         spec = json.loads((dra.cdi_dir / ("rdma-dp.io-claim_%s.json" % uid)).read_text())
         n = spec_nodes(spec.get("containerEdits", {}))
         for dev in spec["devices"]:
