@@ -153,8 +153,9 @@ def test_one_nic_shared_by_pods_up_to_its_capacity(dracap):
     ck = td.checkpoint(c)
     for uid, share in shares.items():
         assert ck[uid]["devices"][0]["share_id"] == share
+        # the share's CDI device, and the claim's request device (its variables, dra-cdi.h)
         assert ck[uid]["devices"][0]["cdi_ids"] == [
-            "rdma-dp.io/claim=%s-%s-%s" % (uid, td.MLX5_3, share)]
+            "rdma-dp.io/claim=%s-%s-%s" % (uid, td.MLX5_3, share), "rdma-dp.io/claim=%s-req-nic" % uid]
         assert td.spec_file(c, uid).exists()
     assert c.get("pod", "-n", "default", names[SLOTS])["spec"].get("nodeName") is None
 
