@@ -7,11 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "alloc.h"
 #include "macro.h"
+#include "kube-worker.h"
 #include "worker.h"
 
 /* ---- the event parser ---- */
@@ -164,9 +163,7 @@ const char *rdp_kube_watch_end_name(enum rdp_kube_watch_end e)
 }
 
 struct rdp_kube_watch {
-	struct rdp_kube_client *client; /* the thread's */
-	struct rdp_worker *worker;
-	int stop_fd;
+	struct rdp_kube_thread t;
 	bool stopping, running;
 	unsigned long started;
 	/* the one job: what to watch (set on the loop before submit) and what came of it */
@@ -236,7 +233,7 @@ static void run_watch(struct rdp_worker_job *job)
 
 	r = rdp_kube_watch_parser_new(RDP_KUBE_WATCH_EVENT_MAX, &w->parser);
 	if (r == 0)
-		r = rdp_kube_request_stream(w->client, w->path, w->timeout_ms, on_bytes, w, &resp);
+		r = rdp_kube_request_stream(w->t.client, w->path, w->timeout_ms, on_bytes, w, &resp);
 	rdp_kube_watch_parser_free(w->parser);
 	w->parser = NULL;
 	res->result = r;
@@ -251,7 +248,7 @@ static void run_watch(struct rdp_worker_job *job)
 				 r == -E2BIG ? " (an event over the limit)" : "");
 		else
 			snprintf(res->error, sizeof(res->error), "%s",
-				 rdp_kube_client_last_error(w->client));
+				 rdp_kube_client_last_error(w->t.client));
 	} else if (resp.status != 200) {
 		json_t *st = json_loadb(resp.body, resp.body_len, 0, NULL);
 		const char *msg = rdp_kube_status_message(st);
@@ -292,43 +289,23 @@ int rdp_kube_watch_new(struct rdp_event *e, const struct rdp_kube_config *cfg,
 
 	if (!w)
 		return -ENOMEM;
-	w->stop_fd = -1;
-	k = rdp_kube_client_new(cfg, &w->client, ret_error);
-	if (k < 0)
-		goto fail;
-	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->stop_fd < 0) {
-		k = -errno;
-		goto fail;
-	}
-	rdp_kube_client_set_stop_fd(w->client, w->stop_fd);
 	/* lowest priority: it only reads, and rarely */
-	k = rdp_worker_new(e, 5, &w->worker);
-	if (k < 0)
-		goto fail;
+	k = rdp_kube_thread_init(&w->t, e, 5, cfg, ret_error);
+	if (k < 0) {
+		rdp_free(w);
+		return k;
+	}
 	*ret = w;
 	return 0;
-fail:
-	rdp_kube_watch_free(w);
-	return k;
 }
 
 struct rdp_kube_watch *rdp_kube_watch_free(struct rdp_kube_watch *w)
 {
-	uint64_t one = 1;
-
 	if (!w)
 		return NULL;
 	w->stopping = true;
-	if (w->worker) {
-		rdp_worker_stop(w->worker);
-		(void)!write(w->stop_fd, &one, sizeof(one));
-		w->worker = rdp_worker_free(w->worker);
-	}
+	rdp_kube_thread_done(&w->t);
 	json_decref(w->res.object);
-	if (w->stop_fd >= 0)
-		close(w->stop_fd);
-	rdp_kube_client_free(w->client);
 	rdp_free(w);
 	return NULL;
 }
@@ -356,7 +333,7 @@ int rdp_kube_watch_start(struct rdp_kube_watch *w, const char *list_path, const 
 	w->res = (struct rdp_kube_watch_result){.end = RDP_KUBE_WATCH_END_CLOSED};
 	snprintf(w->res.rv, sizeof(w->res.rv), "%s", rv);
 	w->job = (struct rdp_worker_job){.run = run_watch, .done = watch_done};
-	n = rdp_worker_submit(w->worker, &w->job);
+	n = rdp_worker_submit(w->t.worker, &w->job);
 	if (n < 0)
 		return n;
 	w->running = true;

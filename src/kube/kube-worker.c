@@ -13,9 +13,7 @@
 #include "macro.h"
 
 struct rdp_kube_worker {
-	struct rdp_kube_client *client; /* the thread's */
-	struct rdp_worker *worker;
-	int stop_fd; /* eventfd: the loop -> the client's waits */
+	struct rdp_kube_thread t;
 	bool stopping;
 };
 
@@ -33,7 +31,7 @@ void rdp_kube_job_done(struct rdp_kube_job *job)
 static void run_job(struct rdp_worker_job *base)
 {
 	struct rdp_kube_job *job = container_of(base, struct rdp_kube_job, base);
-	struct rdp_kube_client *client = job->owner->client;
+	struct rdp_kube_client *client = job->owner->t.client;
 	struct rdp_kube_retry policy = job->policy;
 
 	if (job->deadline_ms && (!policy.deadline_ms || job->deadline_ms < policy.deadline_ms))
@@ -59,6 +57,48 @@ static void job_finished(struct rdp_worker_job *base, bool cancelled)
 	job->cb(job, job->userdata); /* may free job, or submit again */
 }
 
+int rdp_kube_thread_init(struct rdp_kube_thread *t, struct rdp_event *e, int nice,
+			 const struct rdp_kube_config *cfg, char **ret_error)
+{
+	int k;
+
+	*t = (struct rdp_kube_thread){.stop_fd = -1};
+	k = rdp_kube_client_new(cfg, &t->client, ret_error);
+	if (k < 0)
+		goto fail;
+	t->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (t->stop_fd < 0) {
+		k = -errno;
+		goto fail;
+	}
+	rdp_kube_client_set_stop_fd(t->client, t->stop_fd);
+	k = rdp_worker_new(e, nice, &t->worker);
+	if (k < 0)
+		goto fail;
+	return 0;
+fail:
+	rdp_kube_thread_done(t);
+	return k;
+}
+
+void rdp_kube_thread_done(struct rdp_kube_thread *t)
+{
+	uint64_t one = 1;
+
+	if (t->worker) {
+		/* No further job starts; the running request ends at the stop fd. What finished
+		 * first keeps its result; the queue is cancelled. */
+		rdp_worker_stop(t->worker);
+		(void)!write(t->stop_fd, &one, sizeof(one));
+		t->worker = rdp_worker_free(t->worker);
+	}
+	if (t->stop_fd >= 0)
+		close(t->stop_fd);
+	t->stop_fd = -1;
+	rdp_kube_client_free(t->client);
+	t->client = NULL;
+}
+
 int rdp_kube_worker_new(struct rdp_event *e, const struct rdp_kube_config *cfg,
 			struct rdp_kube_worker **ret, char **ret_error)
 {
@@ -67,43 +107,21 @@ int rdp_kube_worker_new(struct rdp_event *e, const struct rdp_kube_config *cfg,
 
 	if (!w)
 		return -ENOMEM;
-	w->stop_fd = -1;
-	k = rdp_kube_client_new(cfg, &w->client, ret_error);
-	if (k < 0)
-		goto fail;
-	w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->stop_fd < 0) {
-		k = -errno;
-		goto fail;
+	k = rdp_kube_thread_init(&w->t, e, 0, cfg, ret_error);
+	if (k < 0) {
+		rdp_free(w);
+		return k;
 	}
-	rdp_kube_client_set_stop_fd(w->client, w->stop_fd);
-	k = rdp_worker_new(e, 0, &w->worker);
-	if (k < 0)
-		goto fail;
 	*ret = w;
 	return 0;
-fail:
-	rdp_kube_worker_free(w);
-	return k;
 }
 
 struct rdp_kube_worker *rdp_kube_worker_free(struct rdp_kube_worker *w)
 {
-	uint64_t one = 1;
-
 	if (!w)
 		return NULL;
 	w->stopping = true;
-	if (w->worker) {
-		/* No further job starts; the running request ends at the stop fd. What finished
-		 * first keeps its result; the queue is cancelled. */
-		rdp_worker_stop(w->worker);
-		(void)!write(w->stop_fd, &one, sizeof(one));
-		w->worker = rdp_worker_free(w->worker);
-	}
-	if (w->stop_fd >= 0)
-		close(w->stop_fd);
-	rdp_kube_client_free(w->client);
+	rdp_kube_thread_done(&w->t);
 	rdp_free(w);
 	return NULL;
 }
@@ -126,10 +144,10 @@ int rdp_kube_worker_submit(struct rdp_kube_worker *w, struct rdp_kube_job *job,
 	memset(&job->resp, 0, sizeof(job->resp));
 	job->resp.retry_after = -1;
 	job->deadline_ms = budget_ms ? rdp_tls_now_ms() + budget_ms : 0;
-	return rdp_worker_submit(w->worker, &job->base);
+	return rdp_worker_submit(w->t.worker, &job->base);
 }
 
 size_t rdp_kube_worker_pending(const struct rdp_kube_worker *w)
 {
-	return rdp_worker_pending(w->worker);
+	return rdp_worker_pending(w->t.worker);
 }

@@ -53,6 +53,24 @@ struct rdp_kube_job {
 void rdp_kube_job_done(struct rdp_kube_job *job);
 
 /*
+ * A thread of its own with an API client whose waits end when the thread is stopped: what the
+ * request worker below and kube-watch.h each run on. rdp_kube_thread_init() makes the client,
+ * its stop eventfd and the worker thread at `nice` (worker.h); on failure everything made is
+ * undone. rdp_kube_thread_done() stops the thread (no further job starts; the running request
+ * ends at the stop fd) and frees all three; safe on a zeroed or failed one with stop_fd -1.
+ */
+struct rdp_kube_thread {
+	struct rdp_kube_client *client; /* the thread's */
+	struct rdp_worker *worker;
+	int stop_fd; /* eventfd: the loop -> the client's waits */
+};
+
+int rdp_kube_thread_init(struct rdp_kube_thread *t, struct rdp_event *e, int nice,
+			 const struct rdp_kube_config *cfg, char **ret_error);
+void rdp_kube_thread_done(struct rdp_kube_thread *t);
+
+
+/*
  * A worker with a client of cfg (copied). *ret_error (may be NULL) gets an allocated sentence
  * when the client cannot start (a missing CA or token file).
  */
